@@ -1,0 +1,436 @@
+//! The slot's cgroup(s): created once per slot, limits rewritten per stage, counters read
+//! before and after each stage. v1 (one directory per hierarchy) and v2 (one directory).
+//!
+//! Paths are always derived from a root passed in by the caller (like firecracker's jailer),
+//! so tests can point at any mount or at a plain directory.
+
+use std::fs;
+use std::io::{self, Write};
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use crate::config::{CgroupConfig, StageLimits};
+use crate::error::SandboxError;
+
+/// Counters of the slot cgroup; a stage's figures are differences of two snapshots.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Counters {
+    pub oom_kills: u64,
+    pub pids_max_hits: u64,
+    pub cpu_usage_ns: u64,
+}
+
+#[derive(Debug)]
+pub(crate) enum Cgroup {
+    V1 {
+        memory: Option<PathBuf>,
+        pids: Option<PathBuf>,
+        cpuacct: Option<PathBuf>,
+        memsw: bool,
+    },
+    V2 {
+        dir: PathBuf,
+        /// O_PATH fd of `dir`, for CLONE_INTO_CGROUP.
+        fd: OwnedFd,
+        memory: bool,
+        pids: bool,
+    },
+}
+
+fn write(path: &Path, value: &str) -> Result<(), SandboxError> {
+    fs::OpenOptions::new()
+        .write(true)
+        .open(path)
+        .and_then(|mut f| f.write_all(value.as_bytes()))
+        .map_err(|e| SandboxError::io("write", path, e))
+}
+
+fn read_u64(path: &Path) -> Option<u64> {
+    fs::read_to_string(path).ok()?.trim().parse().ok()
+}
+
+/// The value of `key` in a flat-keyed file (`memory.events`, `cpu.stat`, `pids.events`, ...).
+fn read_key(path: &Path, key: &str) -> Option<u64> {
+    let text = fs::read_to_string(path).ok()?;
+    text.lines().find_map(|line| {
+        let (k, v) = line.split_once(' ')?;
+        (k == key).then(|| v.trim().parse().ok()).flatten()
+    })
+}
+
+fn mkdir(path: &Path) -> Result<(), SandboxError> {
+    match fs::create_dir(path) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(()),
+        Err(e) => Err(SandboxError::io("create cgroup", path, e)),
+    }
+}
+
+/// The pids listed in a `cgroup.procs` file.
+fn procs(dir: &Path) -> Vec<i32> {
+    fs::read_to_string(dir.join("cgroup.procs"))
+        .map(|s| s.lines().filter_map(|l| l.trim().parse().ok()).collect())
+        .unwrap_or_default()
+}
+
+impl Cgroup {
+    /// Resolves `Auto`: v2 if the unified hierarchy is mounted at /sys/fs/cgroup.
+    pub(crate) fn resolve(cfg: &CgroupConfig) -> CgroupConfig {
+        match cfg {
+            CgroupConfig::Auto => {
+                if Path::new("/sys/fs/cgroup/cgroup.controllers").exists() {
+                    CgroupConfig::V2 {
+                        root: "/sys/fs/cgroup".into(),
+                    }
+                } else {
+                    CgroupConfig::V1 {
+                        root: "/sys/fs/cgroup".into(),
+                    }
+                }
+            }
+            other => other.clone(),
+        }
+    }
+
+    /// Creates (or adopts) the slot cgroup `<parent>/slot-<n>` and kills anything a previous
+    /// worker left in it.
+    pub(crate) fn create(
+        cfg: &CgroupConfig,
+        parent: &str,
+        slot: u32,
+        require_controllers: bool,
+    ) -> Result<Cgroup, SandboxError> {
+        let name = format!("slot-{slot}");
+        let cg = match Cgroup::resolve(cfg) {
+            CgroupConfig::V1 { root } => {
+                let hierarchy = |names: &[&str]| -> Option<PathBuf> {
+                    names.iter().map(|n| root.join(n)).find(|p| p.is_dir())
+                };
+                let mut dirs = [None, None, None];
+                for (i, names) in [
+                    &["memory"][..],
+                    &["pids"][..],
+                    &["cpuacct", "cpu,cpuacct", "cpuacct,cpu"][..],
+                ]
+                .iter()
+                .enumerate()
+                {
+                    if let Some(h) = hierarchy(names) {
+                        let p = h.join(parent);
+                        mkdir(&p)?;
+                        let dir = p.join(&name);
+                        mkdir(&dir)?;
+                        dirs[i] = Some(dir);
+                    } else if require_controllers {
+                        return Err(SandboxError::Cgroup(format!(
+                            "no {} hierarchy under {}",
+                            names[0],
+                            root.display()
+                        )));
+                    }
+                }
+                let [memory, pids, cpuacct] = dirs;
+                let memsw = memory
+                    .as_ref()
+                    .is_some_and(|m| m.join("memory.memsw.limit_in_bytes").exists());
+                if let Some(m) = &memory {
+                    // Best effort: keep the program's memory in RAM, where the limit counts.
+                    let _ = write(&m.join("memory.swappiness"), "0");
+                }
+                Cgroup::V1 {
+                    memory,
+                    pids,
+                    cpuacct,
+                    memsw,
+                }
+            }
+            CgroupConfig::V2 { root } => {
+                let p = root.join(parent);
+                enable_controllers(&root);
+                mkdir(&p)?;
+                enable_controllers(&p);
+                let dir = p.join(&name);
+                mkdir(&dir)?;
+                let available = fs::read_to_string(dir.join("cgroup.controllers"))
+                    .map_err(|e| SandboxError::io("read", dir.join("cgroup.controllers"), e))?;
+                let has = |c: &str| available.split_whitespace().any(|x| x == c);
+                let (memory, pids) = (has("memory"), has("pids"));
+                if require_controllers && !(memory && pids) {
+                    return Err(SandboxError::Cgroup(format!(
+                        "{} lacks the memory or pids controller (has: {})",
+                        dir.display(),
+                        available.trim()
+                    )));
+                }
+                let fd = fs::File::open(&dir)
+                    .map_err(|e| SandboxError::io("open", &dir, e))?
+                    .into();
+                if memory {
+                    write(&dir.join("memory.oom.group"), "1")?;
+                    write(&dir.join("memory.swap.max"), "0")?;
+                }
+                Cgroup::V2 {
+                    dir,
+                    fd,
+                    memory,
+                    pids,
+                }
+            }
+            CgroupConfig::Auto => unreachable!("resolved above"),
+        };
+        cg.kill_all();
+        cg.wait_empty(Duration::from_secs(5))?;
+        Ok(cg)
+    }
+
+    pub(crate) fn is_v2(&self) -> bool {
+        matches!(self, Cgroup::V2 { .. })
+    }
+
+    /// The fd for CLONE_INTO_CGROUP (v2 only).
+    pub(crate) fn clone_fd(&self) -> Option<RawFd> {
+        match self {
+            Cgroup::V1 { .. } => None,
+            Cgroup::V2 { fd, .. } => Some(fd.as_raw_fd()),
+        }
+    }
+
+    /// Writes the stage's memory and pids limits. The sandbox init counts as one pid.
+    pub(crate) fn apply_limits(&self, limits: &StageLimits) -> Result<(), SandboxError> {
+        let mem = (limits.memory_mb.max(1) << 20).to_string();
+        let pids = (limits.pids + 1).to_string();
+        match self {
+            Cgroup::V1 {
+                memory,
+                pids: pids_dir,
+                memsw,
+                ..
+            } => {
+                if let Some(m) = memory {
+                    let limit = m.join("memory.limit_in_bytes");
+                    let sw = m.join("memory.memsw.limit_in_bytes");
+                    // memsw must stay >= the memory limit: order the writes accordingly.
+                    if write(&limit, &mem).is_err() && *memsw {
+                        write(&sw, &mem)?;
+                        write(&limit, &mem)?;
+                    }
+                    if *memsw {
+                        write(&sw, &mem)?;
+                    }
+                    // Reset the peak so it describes this stage.
+                    let _ = write(&m.join("memory.max_usage_in_bytes"), "0");
+                }
+                if let Some(p) = pids_dir {
+                    write(&p.join("pids.max"), &pids)?;
+                }
+            }
+            Cgroup::V2 {
+                dir, memory, pids: has_pids, ..
+            } => {
+                if *memory {
+                    write(&dir.join("memory.max"), &mem)?;
+                }
+                if *has_pids {
+                    write(&dir.join("pids.max"), &pids)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// On v1 the child is moved in by pid (v2 creates it inside with CLONE_INTO_CGROUP).
+    pub(crate) fn attach(&self, pid: i32) -> Result<(), SandboxError> {
+        if let Cgroup::V1 {
+            memory,
+            pids,
+            cpuacct,
+            ..
+        } = self
+        {
+            let pid = pid.to_string();
+            for dir in [memory, pids, cpuacct].into_iter().flatten() {
+                write(&dir.join("cgroup.procs"), &pid)?;
+            }
+        }
+        Ok(())
+    }
+
+    pub(crate) fn counters(&self) -> Counters {
+        match self {
+            Cgroup::V1 {
+                memory,
+                pids,
+                cpuacct,
+                ..
+            } => Counters {
+                oom_kills: memory
+                    .as_ref()
+                    .and_then(|m| read_key(&m.join("memory.oom_control"), "oom_kill"))
+                    .unwrap_or(0),
+                pids_max_hits: pids
+                    .as_ref()
+                    .and_then(|p| read_key(&p.join("pids.events"), "max"))
+                    .unwrap_or(0),
+                cpu_usage_ns: cpuacct
+                    .as_ref()
+                    .and_then(|c| read_u64(&c.join("cpuacct.usage")))
+                    .unwrap_or(0),
+            },
+            Cgroup::V2 { dir, .. } => Counters {
+                oom_kills: read_key(&dir.join("memory.events"), "oom_kill").unwrap_or(0),
+                pids_max_hits: read_key(&dir.join("pids.events"), "max").unwrap_or(0),
+                cpu_usage_ns: read_key(&dir.join("cpu.stat"), "usage_usec").unwrap_or(0) * 1000,
+            },
+        }
+    }
+
+    pub(crate) fn cpu_usage_ns(&self) -> u64 {
+        match self {
+            Cgroup::V1 { cpuacct, .. } => cpuacct
+                .as_ref()
+                .and_then(|c| read_u64(&c.join("cpuacct.usage")))
+                .unwrap_or(0),
+            Cgroup::V2 { dir, .. } => {
+                read_key(&dir.join("cpu.stat"), "usage_usec").unwrap_or(0) * 1000
+            }
+        }
+    }
+
+    /// Peak memory since the last `apply_limits` (v1) or of the cgroup's life (v2 without a
+    /// per-fd reset); `None` without the memory controller.
+    pub(crate) fn memory_peak(&self, v2_peak_fd: Option<&fs::File>) -> Option<u64> {
+        match self {
+            Cgroup::V1 { memory, .. } => memory
+                .as_ref()
+                .and_then(|m| read_u64(&m.join("memory.max_usage_in_bytes"))),
+            Cgroup::V2 { dir, .. } => match v2_peak_fd {
+                Some(f) => {
+                    use std::os::unix::fs::FileExt;
+                    let mut buf = [0u8; 32];
+                    let n = f.read_at(&mut buf, 0).ok()?;
+                    std::str::from_utf8(&buf[..n]).ok()?.trim().parse().ok()
+                }
+                None => read_u64(&dir.join("memory.peak")),
+            },
+        }
+    }
+
+    /// v2 (kernel >= 6.12): an fd on `memory.peak` whose peak starts now.
+    pub(crate) fn open_peak(&self) -> Option<fs::File> {
+        match self {
+            Cgroup::V2 {
+                dir, memory: true, ..
+            } => {
+                let mut f = fs::OpenOptions::new()
+                    .read(true)
+                    .write(true)
+                    .open(dir.join("memory.peak"))
+                    .ok()?;
+                f.write_all(b"reset").ok()?;
+                Some(f)
+            }
+            _ => None,
+        }
+    }
+
+    /// The `cgroup.kill` file (v2), for the killer handle.
+    pub(crate) fn kill_file(&self) -> Option<PathBuf> {
+        match self {
+            Cgroup::V1 { .. } => None,
+            Cgroup::V2 { dir, .. } => Some(dir.join("cgroup.kill")),
+        }
+    }
+
+    /// Every process in the slot cgroup.
+    pub(crate) fn procs(&self) -> Vec<i32> {
+        match self {
+            Cgroup::V1 {
+                memory,
+                pids,
+                cpuacct,
+                ..
+            } => {
+                let mut all: Vec<i32> = [memory, pids, cpuacct]
+                    .into_iter()
+                    .flatten()
+                    .flat_map(|d| procs(d))
+                    .collect();
+                all.sort_unstable();
+                all.dedup();
+                all
+            }
+            Cgroup::V2 { dir, .. } => procs(dir),
+        }
+    }
+
+    /// SIGKILLs everything in the cgroup: `cgroup.kill` on v2, each listed pid on v1 (only
+    /// sandbox processes can be in the slot cgroup).
+    pub(crate) fn kill_all(&self) {
+        match self {
+            Cgroup::V2 { dir, .. } => {
+                if write(&dir.join("cgroup.kill"), "1").is_err() {
+                    for pid in procs(dir) {
+                        let _ = crate::sys::kill(pid, libc::SIGKILL);
+                    }
+                }
+            }
+            Cgroup::V1 { .. } => {
+                for pid in self.procs() {
+                    let _ = crate::sys::kill(pid, libc::SIGKILL);
+                }
+            }
+        }
+    }
+
+    /// Waits until no process is left in the cgroup (killed processes take a moment to go).
+    pub(crate) fn wait_empty(&self, timeout: Duration) -> Result<(), SandboxError> {
+        let start = Instant::now();
+        let mut delay = Duration::from_micros(100);
+        loop {
+            if self.procs().is_empty() {
+                return Ok(());
+            }
+            if start.elapsed() > timeout {
+                return Err(SandboxError::Cgroup(format!(
+                    "processes survive in the slot cgroup: {:?}",
+                    self.procs()
+                )));
+            }
+            self.kill_all();
+            std::thread::sleep(delay);
+            delay = (delay * 2).min(Duration::from_millis(20));
+        }
+    }
+
+    /// Removes the slot cgroup directories (the shared parent stays).
+    pub(crate) fn remove(&self) {
+        match self {
+            Cgroup::V1 {
+                memory,
+                pids,
+                cpuacct,
+                ..
+            } => {
+                for dir in [memory, pids, cpuacct].into_iter().flatten() {
+                    let _ = fs::remove_dir(dir);
+                }
+            }
+            Cgroup::V2 { dir, .. } => {
+                let _ = fs::remove_dir(dir);
+            }
+        }
+    }
+}
+
+/// Best effort: enable memory, pids and cpu for the children of `dir` (v2).
+fn enable_controllers(dir: &Path) {
+    let Ok(available) = fs::read_to_string(dir.join("cgroup.controllers")) else {
+        return;
+    };
+    for c in ["memory", "pids", "cpu"] {
+        if available.split_whitespace().any(|x| x == c) {
+            let _ = write(&dir.join("cgroup.subtree_control"), &format!("+{c}"));
+        }
+    }
+}

@@ -1,0 +1,1 @@
+//! (placeholder created by the lead so the workspace loads; overwrite freely)
