@@ -70,10 +70,11 @@ pub fn guess_mime(name: &str, first_bytes: &[u8]) -> String {
     if let Some(m) = sniff_binary(first_bytes) {
         // A zip container named like one of its specialisations keeps the specific type.
         if m == "application/zip" {
-            if let Some(e) = by_extension(name).filter(|e| e.starts_with("application/vnd.")
-                || *e == "application/java-archive"
-                || *e == "application/epub+zip")
-            {
+            if let Some(e) = by_extension(name).filter(|e| {
+                e.starts_with("application/vnd.")
+                    || *e == "application/java-archive"
+                    || *e == "application/epub+zip"
+            }) {
                 return e.to_owned();
             }
         }

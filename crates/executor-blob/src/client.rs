@@ -67,8 +67,14 @@ pub async fn upload_file(api_base: &str, token: &str, path: &Path) -> Result<Str
         hashes: vec![reference.clone()],
     };
 
-    let check: BlobCheckResponse =
-        api_json(&http, "check", &format!("{base}/v1/blobs/check"), &bearer, &body).await?;
+    let check: BlobCheckResponse = api_json(
+        &http,
+        "check",
+        &format!("{base}/v1/blobs/check"),
+        &bearer,
+        &body,
+    )
+    .await?;
     if check.present.contains(&reference) {
         return Ok(reference);
     }

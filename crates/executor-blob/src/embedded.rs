@@ -78,7 +78,10 @@ impl EmbeddedS3 {
         let secret_key = Alphanumeric.sample_string(&mut rng, 40);
         let service = {
             let mut b = S3ServiceBuilder::new(fs);
-            b.set_auth(SimpleAuth::from_single(access_key.clone(), secret_key.clone()));
+            b.set_auth(SimpleAuth::from_single(
+                access_key.clone(),
+                secret_key.clone(),
+            ));
             b.build()
         };
 

@@ -35,8 +35,7 @@ pub use config::*;
 pub use embedded::{EmbeddedS3, EmbeddedS3Error, EMBEDDED_BUCKET};
 pub use error::BlobError;
 pub use hash::{
-    artifact_key, BlobHash, InvalidHash, ARTIFACT_PREFIX, BLOB_PREFIX, CHECKSUM_HEADER,
-    HASH_PREFIX,
+    artifact_key, BlobHash, InvalidHash, ARTIFACT_PREFIX, BLOB_PREFIX, CHECKSUM_HEADER, HASH_PREFIX,
 };
 pub use liveness::{LivenessError, LivenessStore, MemoryLiveness};
 pub use service::{BlobService, PIN_LEASE};

@@ -36,8 +36,12 @@ pub trait LivenessStore: Send + Sync + 'static {
 
     /// Marks the blob in use by `holder` (a job id) for at most `lease`. Returns `false`,
     /// changing nothing, while the blob is being swept.
-    async fn pin(&self, hash: &BlobHash, holder: &str, lease: Duration)
-        -> Result<bool, LivenessError>;
+    async fn pin(
+        &self,
+        hash: &BlobHash,
+        holder: &str,
+        lease: Duration,
+    ) -> Result<bool, LivenessError>;
 
     /// Ends `holder`'s use of the blob (a no-op if it holds no pin).
     async fn unpin(&self, hash: &BlobHash, holder: &str) -> Result<(), LivenessError>;

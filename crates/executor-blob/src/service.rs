@@ -77,27 +77,21 @@ impl BlobService {
     /// hash and returns those found in the store. Reads no bytes (a `HEAD` per blob).
     pub async fn finalize(&self, hashes: &[BlobHash]) -> Result<Vec<BlobHash>, BlobError> {
         let hashes = dedup(hashes);
-        let results: Vec<Result<Option<BlobHash>, BlobError>> =
-            futures::stream::iter(hashes.into_iter().map(|h| async move {
-                Ok(self.record_use_then_exists(&h).await?.then_some(h))
-            }))
-            .buffered(CONCURRENCY)
-            .collect()
-            .await;
-        results
-            .into_iter()
-            .filter_map(Result::transpose)
-            .collect()
+        let results: Vec<Result<Option<BlobHash>, BlobError>> = futures::stream::iter(
+            hashes
+                .into_iter()
+                .map(|h| async move { Ok(self.record_use_then_exists(&h).await?.then_some(h)) }),
+        )
+        .buffered(CONCURRENCY)
+        .collect()
+        .await;
+        results.into_iter().filter_map(Result::transpose).collect()
     }
 
     async fn record_use_then_exists(&self, h: &BlobHash) -> Result<bool, BlobError> {
         // Liveness first: once touched, the sweeper leaves the blob alone for `idle_ttl`.
         // `false` means a sweep has begun: the object is going away, call it missing.
-        if !self
-            .liveness
-            .touch(h, self.store.config().idle_ttl)
-            .await?
-        {
+        if !self.liveness.touch(h, self.store.config().idle_ttl).await? {
             return Ok(false);
         }
         self.store.exists(h).await
@@ -141,9 +135,5 @@ impl BlobService {
 
 fn dedup(hashes: &[BlobHash]) -> Vec<BlobHash> {
     let mut seen = std::collections::HashSet::new();
-    hashes
-        .iter()
-        .filter(|h| seen.insert(*h))
-        .cloned()
-        .collect()
+    hashes.iter().filter(|h| seen.insert(*h)).cloned().collect()
 }

@@ -82,7 +82,10 @@ impl BlobStore {
             config.region.clone(),
         )
         .map_err(|e| BlobError::Config {
-            reason: format!("endpoint {} / bucket {}: {e}", config.endpoint, config.bucket),
+            reason: format!(
+                "endpoint {} / bucket {}: {e}",
+                config.endpoint, config.bucket
+            ),
         })?;
         let credentials = Credentials::new(
             config.access_key_id.clone(),
@@ -290,11 +293,10 @@ impl BlobStore {
                 .text()
                 .await
                 .map_err(|e| BlobError::request("LIST", prefix, e))?;
-            let page =
-                ListObjectsV2::parse_response(&text).map_err(|e| BlobError::BadListing {
-                    prefix: prefix.to_owned(),
-                    reason: e.to_string(),
-                })?;
+            let page = ListObjectsV2::parse_response(&text).map_err(|e| BlobError::BadListing {
+                prefix: prefix.to_owned(),
+                reason: e.to_string(),
+            })?;
             for item in page.contents {
                 let key = percent_encoding::percent_decode_str(&item.key)
                     .decode_utf8_lossy()

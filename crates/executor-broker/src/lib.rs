@@ -7,6 +7,7 @@
 //! drift. Key names are the spec's (`jobs:queue`, `job:<id>:status`, …, see
 //! `executor_types::keys`); every key can carry a prefix so tests and tenants can share a Redis.
 
+pub mod jobs;
 mod memory;
 mod redis_impl;
 

@@ -62,7 +62,10 @@ pub fn parse_channel_auth_request(
     body: &[u8],
 ) -> Result<ChannelAuthRequest, ChannelAuthError> {
     let is_form = content_type
-        .map(|ct| ct.trim_start().starts_with("application/x-www-form-urlencoded"))
+        .map(|ct| {
+            ct.trim_start()
+                .starts_with("application/x-www-form-urlencoded")
+        })
         .unwrap_or(false);
     let parsed = if is_form {
         serde_urlencoded::from_bytes::<ChannelAuthRequest>(body).ok()
@@ -75,7 +78,9 @@ pub fn parse_channel_auth_request(
 /// True for Pusher's socket id form, `<digits>.<digits>`.
 pub fn is_valid_socket_id(socket_id: &str) -> bool {
     let mut parts = socket_id.split('.');
-    let ok = |p: Option<&str>| p.is_some_and(|p| !p.is_empty() && p.len() <= 20 && p.bytes().all(|b| b.is_ascii_digit()));
+    let ok = |p: Option<&str>| {
+        p.is_some_and(|p| !p.is_empty() && p.len() <= 20 && p.bytes().all(|b| b.is_ascii_digit()))
+    };
     ok(parts.next()) && ok(parts.next()) && parts.next().is_none()
 }
 
@@ -109,7 +114,12 @@ pub fn authorize_run_channel(
     if !is_valid_socket_id(socket_id) {
         return Err(ChannelAuthError::InvalidSocketId);
     }
-    Ok(channel_auth(&creds.key, creds.secret.expose(), socket_id, channel))
+    Ok(channel_auth(
+        &creds.key,
+        creds.secret.expose(),
+        socket_id,
+        channel,
+    ))
 }
 
 #[cfg(test)]
@@ -153,9 +163,13 @@ mod tests {
             ChannelAuthError::MissingFields.to_string(),
             "Missing required fields: socket_id, channel_name"
         );
-        let err = authorize_run_channel(&creds(), &req(Some("1.2"), Some("private-other"))).unwrap_err();
+        let err =
+            authorize_run_channel(&creds(), &req(Some("1.2"), Some("private-other"))).unwrap_err();
         assert!(err.is_forbidden());
-        assert_eq!(err.to_string(), "Only private-run-<jobId> channels can be authorized here");
+        assert_eq!(
+            err.to_string(),
+            "Only private-run-<jobId> channels can be authorized here"
+        );
         assert_eq!(
             authorize_run_channel(&creds(), &req(Some("1.2:x"), Some("private-run-a"))),
             Err(ChannelAuthError::InvalidSocketId)

@@ -74,15 +74,23 @@ mod tests {
     #[test]
     fn overhead_matches_serde() {
         assert_eq!(event_len(""), CHUNK_EVENT_OVERHEAD);
-        for c in ['a', '"', '\\', '\n', '\u{1}', '\u{7f}', 'é', '€', '😀', '\u{2028}'] {
-            assert_eq!(event_len(&c.to_string()), CHUNK_EVENT_OVERHEAD + json_escaped_len(c), "{c:?}");
+        for c in [
+            'a', '"', '\\', '\n', '\u{1}', '\u{7f}', 'é', '€', '😀', '\u{2028}',
+        ] {
+            assert_eq!(
+                event_len(&c.to_string()),
+                CHUNK_EVENT_OVERHEAD + json_escaped_len(c),
+                "{c:?}"
+            );
         }
     }
 
     #[test]
     fn pieces_fit_and_roundtrip() {
         // Deterministic pseudo-random text mixing ASCII, escapes and multi-byte characters.
-        let alphabet = ['a', 'b', ' ', '\n', '"', '\\', '\u{0}', '\u{1f}', 'é', '€', '😀', '\t'];
+        let alphabet = [
+            'a', 'b', ' ', '\n', '"', '\\', '\u{0}', '\u{1f}', 'é', '€', '😀', '\t',
+        ];
         let mut state: u64 = 0x9e37_79b9_7f4a_7c15;
         for round in 0..200 {
             let len = (round * 37) % 3000;
@@ -99,7 +107,11 @@ mod tests {
                 assert_eq!(pieces.concat(), text);
                 for p in &pieces {
                     assert!(!p.is_empty());
-                    assert!(event_len(p) <= max, "piece of {} bytes over {max}", event_len(p));
+                    assert!(
+                        event_len(p) <= max,
+                        "piece of {} bytes over {max}",
+                        event_len(p)
+                    );
                 }
             }
         }
@@ -109,7 +121,10 @@ mod tests {
     fn large_ascii_uses_few_pieces() {
         let text = "x".repeat(100_000);
         let pieces = split_chunk(&text, DEFAULT_MAX_EVENT_BYTES);
-        assert_eq!(pieces.len(), 100_000usize.div_ceil(DEFAULT_MAX_EVENT_BYTES - CHUNK_EVENT_OVERHEAD));
+        assert_eq!(
+            pieces.len(),
+            100_000usize.div_ceil(DEFAULT_MAX_EVENT_BYTES - CHUNK_EVENT_OVERHEAD)
+        );
         assert!(split_chunk("", 100).is_empty());
         // A budget too small for a character still makes progress.
         assert_eq!(split_chunk("😀😀", 1), vec!["😀", "😀"]);

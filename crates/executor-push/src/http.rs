@@ -22,7 +22,7 @@ use tokio::sync::{mpsc, oneshot};
 use crate::chunk::DEFAULT_MAX_EVENT_BYTES;
 use crate::sign::{sign_request, AppCredentials};
 use crate::stats::{PushStats, PushStatsSnapshot};
-use crate::{PushError, PushEvent, Publisher};
+use crate::{Publisher, PushError, PushEvent};
 
 /// Configuration of an [`HttpPublisher`].
 #[derive(Debug, Clone)]
@@ -311,7 +311,9 @@ impl Sender {
             };
             let retryable = match &err {
                 PushError::Request(_) => true,
-                PushError::Status { status, .. } => *status >= 500 || *status == 429 || *status == 408,
+                PushError::Status { status, .. } => {
+                    *status >= 500 || *status == 429 || *status == 408
+                }
                 _ => false,
             };
             if !retryable || attempt >= self.config.retries {
@@ -348,7 +350,10 @@ impl Sender {
                 channels: [&e.channel],
                 data: &e.data,
             };
-            (format!("/apps/{app}/events"), serde_json::to_vec(&body).unwrap_or_default())
+            (
+                format!("/apps/{app}/events"),
+                serde_json::to_vec(&body).unwrap_or_default(),
+            )
         } else {
             let body = BatchBody {
                 batch: batch
@@ -360,11 +365,18 @@ impl Sender {
                     })
                     .collect(),
             };
-            (format!("/apps/{app}/batch_events"), serde_json::to_vec(&body).unwrap_or_default())
+            (
+                format!("/apps/{app}/batch_events"),
+                serde_json::to_vec(&body).unwrap_or_default(),
+            )
         }
     }
 
-    async fn send_once(&self, path: &str, body: &[u8]) -> Result<(), (PushError, Option<Duration>)> {
+    async fn send_once(
+        &self,
+        path: &str,
+        body: &[u8],
+    ) -> Result<(), (PushError, Option<Duration>)> {
         let now = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map(|d| d.as_secs())

@@ -102,7 +102,11 @@ pub struct PushEvent {
 
 impl PushEvent {
     /// An event from its parts.
-    pub fn new(channel: impl Into<String>, name: impl Into<String>, data: serde_json::Value) -> Self {
+    pub fn new(
+        channel: impl Into<String>,
+        name: impl Into<String>,
+        data: serde_json::Value,
+    ) -> Self {
         Self {
             channel: channel.into(),
             name: name.into(),

@@ -10,7 +10,7 @@ use async_trait::async_trait;
 use tokio::sync::mpsc;
 
 use crate::stats::{PushStats, PushStatsSnapshot};
-use crate::{PushError, PushEvent, Publisher};
+use crate::{Publisher, PushError, PushEvent};
 
 #[derive(Default)]
 struct Inner {
@@ -59,7 +59,11 @@ impl MemoryPublisher {
         for e in inner.events.iter().filter(|e| e.channel == channel) {
             let _ = tx.send(e.clone());
         }
-        inner.subscribers.entry(channel.to_owned()).or_default().push(tx);
+        inner
+            .subscribers
+            .entry(channel.to_owned())
+            .or_default()
+            .push(tx);
         rx
     }
 
@@ -80,7 +84,9 @@ impl Publisher for MemoryPublisher {
     async fn publish(&self, events: Vec<PushEvent>) -> Result<(), PushError> {
         if self.failing.load(Ordering::SeqCst) {
             PushStats::add(&self.stats.failed, events.len());
-            return Err(PushError::Unavailable("memory publisher set to fail".into()));
+            return Err(PushError::Unavailable(
+                "memory publisher set to fail".into(),
+            ));
         }
         let mut inner = self.lock();
         for e in events {
@@ -106,13 +112,21 @@ mod tests {
     #[tokio::test]
     async fn records_and_streams() {
         let p = MemoryPublisher::new();
-        p.publish(vec![PushEvent::new("private-run-a", "stage", json!({"phase": "queued"}))])
-            .await
-            .unwrap();
+        p.publish(vec![PushEvent::new(
+            "private-run-a",
+            "stage",
+            json!({"phase": "queued"}),
+        )])
+        .await
+        .unwrap();
         let mut rx = p.subscribe("private-run-a");
         p.publish(vec![
             PushEvent::new("private-run-a", "stdout", json!({"chunk": "hi", "seq": 0})),
-            PushEvent::new("private-run-b", "stdout", json!({"chunk": "other", "seq": 0})),
+            PushEvent::new(
+                "private-run-b",
+                "stdout",
+                json!({"chunk": "other", "seq": 0}),
+            ),
         ])
         .await
         .unwrap();
@@ -122,7 +136,10 @@ mod tests {
         assert_eq!(p.all().len(), 3);
 
         p.set_failing(true);
-        assert!(p.publish(vec![PushEvent::new("private-run-a", "result", json!({}))]).await.is_err());
+        assert!(p
+            .publish(vec![PushEvent::new("private-run-a", "result", json!({}))])
+            .await
+            .is_err());
         assert_eq!(p.events("private-run-a").len(), 2);
         assert_eq!(p.stats().failed, 1);
         assert_eq!(p.stats().published, 3);

@@ -67,7 +67,11 @@ pub struct AppCredentials {
 
 impl AppCredentials {
     /// Credentials from their three parts.
-    pub fn new(app_id: impl Into<String>, key: impl Into<String>, secret: impl Into<Secret>) -> Self {
+    pub fn new(
+        app_id: impl Into<String>,
+        key: impl Into<String>,
+        secret: impl Into<Secret>,
+    ) -> Self {
         Self {
             app_id: app_id.into(),
             key: key.into(),
@@ -100,7 +104,12 @@ pub fn channel_auth(key: &str, secret: &str, socket_id: &str, channel: &str) -> 
 }
 
 /// Checks a client's `auth` value for a private channel, in constant time.
-pub fn verify_channel_auth(creds: &AppCredentials, socket_id: &str, channel: &str, auth: &str) -> bool {
+pub fn verify_channel_auth(
+    creds: &AppCredentials,
+    socket_id: &str,
+    channel: &str,
+    auth: &str,
+) -> bool {
     let expected = channel_auth(&creds.key, creds.secret.expose(), socket_id, channel);
     expected.as_bytes().ct_eq(auth.as_bytes()).into()
 }
@@ -145,7 +154,10 @@ pub fn sign_request(
     if !body.is_empty() {
         params.push(("body_md5".to_owned(), body_md5(body)));
     }
-    let signature = hmac_sha256_hex(creds.secret.expose(), &string_to_sign(method, path, &params));
+    let signature = hmac_sha256_hex(
+        creds.secret.expose(),
+        &string_to_sign(method, path, &params),
+    );
     params.push(("auth_signature".to_owned(), signature));
     params
 }
@@ -203,9 +215,11 @@ pub fn verify_request(
     if version != "1.0" {
         return Err(RequestAuthError::BadVersion);
     }
-    let ts: u64 = timestamp.parse().map_err(|_| RequestAuthError::BadTimestamp {
-        skew_secs: max_skew_secs,
-    })?;
+    let ts: u64 = timestamp
+        .parse()
+        .map_err(|_| RequestAuthError::BadTimestamp {
+            skew_secs: max_skew_secs,
+        })?;
     if ts.abs_diff(now_secs) > max_skew_secs {
         return Err(RequestAuthError::BadTimestamp {
             skew_secs: max_skew_secs,
@@ -252,13 +266,24 @@ mod tests {
         assert_eq!(body_md5(body), "ec365a775a4cd0599faeb73354201b6f");
         let params = sign_request(&creds, "POST", "/apps/3/events", body, 1353088179);
         let get = |k: &str| params.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone());
-        assert_eq!(get("body_md5").as_deref(), Some("ec365a775a4cd0599faeb73354201b6f"));
+        assert_eq!(
+            get("body_md5").as_deref(),
+            Some("ec365a775a4cd0599faeb73354201b6f")
+        );
         assert_eq!(
             get("auth_signature").as_deref(),
             Some("da454824c97ba181a32ccc17a72625ba02771f50b50e1e7430e47a1f3f457e6c")
         );
         assert_eq!(
-            verify_request(&creds, "POST", "/apps/3/events", &params, body, 1353088179, 600),
+            verify_request(
+                &creds,
+                "POST",
+                "/apps/3/events",
+                &params,
+                body,
+                1353088179,
+                600
+            ),
             Ok(())
         );
     }
@@ -269,7 +294,15 @@ mod tests {
         let params = sign_request(&creds, "GET", "/apps/3/channels", b"", 1353088179);
         assert!(params.iter().all(|(k, _)| k != "body_md5"));
         assert_eq!(
-            verify_request(&creds, "GET", "/apps/3/channels", &params, b"", 1353088179, 600),
+            verify_request(
+                &creds,
+                "GET",
+                "/apps/3/channels",
+                &params,
+                b"",
+                1353088179,
+                600
+            ),
             Ok(())
         );
     }
@@ -297,8 +330,18 @@ mod tests {
             verify_request(&wrong, "POST", "/apps/3/events", &params, body, 1000, 600),
             Err(RequestAuthError::BadSignature)
         );
-        assert!(verify_channel_auth(&creds, "1.2", "private-x", &channel_auth(KEY, SECRET, "1.2", "private-x")));
-        assert!(!verify_channel_auth(&creds, "1.3", "private-x", &channel_auth(KEY, SECRET, "1.2", "private-x")));
+        assert!(verify_channel_auth(
+            &creds,
+            "1.2",
+            "private-x",
+            &channel_auth(KEY, SECRET, "1.2", "private-x")
+        ));
+        assert!(!verify_channel_auth(
+            &creds,
+            "1.3",
+            "private-x",
+            &channel_auth(KEY, SECRET, "1.2", "private-x")
+        ));
     }
 
     #[test]

@@ -152,6 +152,16 @@ impl Cgroup {
                 enable_controllers(&p);
                 let dir = p.join(&name);
                 mkdir(&dir)?;
+                if !procs(&dir).is_empty() {
+                    // A previous worker's leftovers. After cgroup.kill the cgroup cannot be
+                    // used with CLONE_INTO_CGROUP any more (the kernel compares the parent's
+                    // kill_seq with the target's and SIGKILLs the newborn child on mismatch;
+                    // seen on 6.18), so kill, remove and recreate it.
+                    let _ = write(&dir.join("cgroup.kill"), "1");
+                    wait_until_empty(&dir, Duration::from_secs(10))?;
+                    fs::remove_dir(&dir).map_err(|e| SandboxError::io("remove cgroup", &dir, e))?;
+                    mkdir(&dir)?;
+                }
                 let available = fs::read_to_string(dir.join("cgroup.controllers"))
                     .map_err(|e| SandboxError::io("read", dir.join("cgroup.controllers"), e))?;
                 let has = |c: &str| available.split_whitespace().any(|x| x == c);
@@ -334,14 +344,6 @@ impl Cgroup {
         }
     }
 
-    /// The `cgroup.kill` file (v2), for the killer handle.
-    pub(crate) fn kill_file(&self) -> Option<PathBuf> {
-        match self {
-            Cgroup::V1 { .. } => None,
-            Cgroup::V2 { dir, .. } => Some(dir.join("cgroup.kill")),
-        }
-    }
-
     /// Every process in the slot cgroup.
     pub(crate) fn procs(&self) -> Vec<i32> {
         match self {
@@ -364,18 +366,12 @@ impl Cgroup {
         }
     }
 
-    /// SIGKILLs everything in the cgroup: `cgroup.kill` on v2, each listed pid on v1 (only
-    /// sandbox processes can be in the slot cgroup).
+    /// SIGKILLs each process listed in the cgroup (only sandbox processes can be in the slot
+    /// cgroup). On v2, [`Cgroup::create`] uses `cgroup.kill` and recreates the cgroup instead;
+    /// see there why `cgroup.kill` is not used on a cgroup we keep.
     pub(crate) fn kill_all(&self) {
         match self {
-            Cgroup::V2 { dir, .. } => {
-                if write(&dir.join("cgroup.kill"), "1").is_err() {
-                    for pid in procs(dir) {
-                        let _ = crate::sys::kill(pid, libc::SIGKILL);
-                    }
-                }
-            }
-            Cgroup::V1 { .. } => {
+            Cgroup::V2 { .. } | Cgroup::V1 { .. } => {
                 for pid in self.procs() {
                     let _ = crate::sys::kill(pid, libc::SIGKILL);
                 }
@@ -421,6 +417,22 @@ impl Cgroup {
             }
         }
     }
+}
+
+/// Waits until the v2 cgroup `dir` has no process left.
+fn wait_until_empty(dir: &Path, timeout: Duration) -> Result<(), SandboxError> {
+    let start = Instant::now();
+    while !procs(dir).is_empty() {
+        if start.elapsed() > timeout {
+            return Err(SandboxError::Cgroup(format!(
+                "processes survive in {}: {:?}",
+                dir.display(),
+                procs(dir)
+            )));
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    Ok(())
 }
 
 /// Best effort: enable memory, pids and cpu for the children of `dir` (v2).

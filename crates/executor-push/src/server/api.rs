@@ -37,8 +37,17 @@ struct BatchBody {
     batch: Vec<EventBody>,
 }
 
-fn reply(status: StatusCode, message: impl Into<String>) -> Response {
-    (status, message.into()).into_response()
+/// A refused request: status and plain-text reason (as Pusher answers).
+struct Refusal(StatusCode, String);
+
+impl IntoResponse for Refusal {
+    fn into_response(self) -> Response {
+        (self.0, self.1).into_response()
+    }
+}
+
+fn reply(status: StatusCode, message: impl Into<String>) -> Refusal {
+    Refusal(status, message.into())
 }
 
 fn ok() -> Response {
@@ -46,12 +55,12 @@ fn ok() -> Response {
 }
 
 /// Checks the app id and the request signature.
-fn authenticate(state: &AppState, app_id: &str, uri: &Uri, body: &[u8]) -> Result<(), Response> {
+fn authenticate(state: &AppState, app_id: &str, uri: &Uri, body: &[u8]) -> Result<(), Refusal> {
     if app_id != state.creds.app_id {
         return Err(reply(StatusCode::NOT_FOUND, "Unknown app"));
     }
-    let params: Vec<(String, String)> =
-        serde_urlencoded::from_str(uri.query().unwrap_or_default()).map_err(|_| reply(StatusCode::BAD_REQUEST, "Invalid query string"))?;
+    let params: Vec<(String, String)> = serde_urlencoded::from_str(uri.query().unwrap_or_default())
+        .map_err(|_| reply(StatusCode::BAD_REQUEST, "Invalid query string"))?;
     let now = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_secs())
@@ -79,7 +88,7 @@ struct Checked {
     socket_id: Option<String>,
 }
 
-fn check(state: &AppState, body: EventBody) -> Result<Checked, Response> {
+fn check(state: &AppState, body: EventBody) -> Result<Checked, Refusal> {
     let channels = match (body.channels, body.channel) {
         (Some(list), None) => list,
         (None, Some(one)) => vec![one],
@@ -90,13 +99,22 @@ fn check(state: &AppState, body: EventBody) -> Result<Checked, Response> {
         (None, None) => return Err(reply(StatusCode::BAD_REQUEST, "Missing channels")),
     };
     if channels.is_empty() || channels.len() > MAX_CHANNELS_PER_EVENT {
-        return Err(reply(StatusCode::BAD_REQUEST, "Between 1 and 100 channels per event"));
+        return Err(reply(
+            StatusCode::BAD_REQUEST,
+            "Between 1 and 100 channels per event",
+        ));
     }
     if let Some(bad) = channels.iter().find(|c| !is_valid_channel_name(c)) {
-        return Err(reply(StatusCode::BAD_REQUEST, format!("Invalid channel name: {bad}")));
+        return Err(reply(
+            StatusCode::BAD_REQUEST,
+            format!("Invalid channel name: {bad}"),
+        ));
     }
     if body.name.is_empty() || body.name.len() > 200 {
-        return Err(reply(StatusCode::BAD_REQUEST, "Event name must be 1 to 200 characters"));
+        return Err(reply(
+            StatusCode::BAD_REQUEST,
+            "Event name must be 1 to 200 characters",
+        ));
     }
     let data = match body.data {
         Value::String(s) => s,
@@ -105,7 +123,11 @@ fn check(state: &AppState, body: EventBody) -> Result<Checked, Response> {
     if data.len() > state.config.max_event_bytes {
         return Err(reply(
             StatusCode::PAYLOAD_TOO_LARGE,
-            format!("Event data is {} bytes, over the {}-byte limit", data.len(), state.config.max_event_bytes),
+            format!(
+                "Event data is {} bytes, over the {}-byte limit",
+                data.len(),
+                state.config.max_event_bytes
+            ),
         ));
     }
     Ok(Checked {
@@ -118,9 +140,12 @@ fn check(state: &AppState, body: EventBody) -> Result<Checked, Response> {
 
 fn deliver(state: &AppState, event: &Checked) {
     for channel in &event.channels {
-        state
-            .hub
-            .broadcast(channel, &event.name, &event.data, event.socket_id.as_deref());
+        state.hub.broadcast(
+            channel,
+            &event.name,
+            &event.data,
+            event.socket_id.as_deref(),
+        );
     }
 }
 
@@ -131,18 +156,21 @@ pub(crate) async fn events(
     body: Bytes,
 ) -> Response {
     if let Err(r) = authenticate(&state, &app_id, &uri, &body) {
-        return r;
+        return r.into_response();
     }
     let parsed: EventBody = match serde_json::from_slice(&body) {
         Ok(b) => b,
-        Err(e) => return reply(StatusCode::BAD_REQUEST, format!("Invalid JSON body: {e}")),
+        Err(e) => {
+            return reply(StatusCode::BAD_REQUEST, format!("Invalid JSON body: {e}"))
+                .into_response()
+        }
     };
     match check(&state, parsed) {
         Ok(event) => {
             deliver(&state, &event);
             ok()
         }
-        Err(r) => r,
+        Err(r) => r.into_response(),
     }
 }
 
@@ -153,24 +181,31 @@ pub(crate) async fn batch_events(
     body: Bytes,
 ) -> Response {
     if let Err(r) = authenticate(&state, &app_id, &uri, &body) {
-        return r;
+        return r.into_response();
     }
     let parsed: BatchBody = match serde_json::from_slice(&body) {
         Ok(b) => b,
-        Err(e) => return reply(StatusCode::BAD_REQUEST, format!("Invalid JSON body: {e}")),
+        Err(e) => {
+            return reply(StatusCode::BAD_REQUEST, format!("Invalid JSON body: {e}"))
+                .into_response()
+        }
     };
     if parsed.batch.len() > state.config.max_batch_events {
         return reply(
             StatusCode::BAD_REQUEST,
-            format!("Batch too large: at most {} events", state.config.max_batch_events),
-        );
+            format!(
+                "Batch too large: at most {} events",
+                state.config.max_batch_events
+            ),
+        )
+        .into_response();
     }
     // Validate the whole batch first: it is delivered entirely or not at all, in order.
     let mut checked = Vec::with_capacity(parsed.batch.len());
     for event in parsed.batch {
         match check(&state, event) {
             Ok(c) => checked.push(c),
-            Err(r) => return r,
+            Err(r) => return r.into_response(),
         }
     }
     for event in &checked {

@@ -46,7 +46,14 @@ struct Frame<'a> {
 /// A server-to-client frame on a channel: `{"event","channel","data"}` with data a string.
 pub(crate) fn channel_frame(event: &str, channel: &str, data: &str) -> Utf8Bytes {
     // Serializing borrowed strings cannot fail.
-    Utf8Bytes::from(serde_json::to_string(&Frame { event, channel, data }).unwrap_or_default())
+    Utf8Bytes::from(
+        serde_json::to_string(&Frame {
+            event,
+            channel,
+            data,
+        })
+        .unwrap_or_default(),
+    )
 }
 
 /// True for Pusher cache channels (`cache-*`, `private-cache-*`).
@@ -96,7 +103,13 @@ impl Hub {
 
     /// Sends an event to the channel's subscribers (except `except_socket`); returns how many
     /// connections it was queued for.
-    pub fn broadcast(&self, channel: &str, event: &str, data: &str, except_socket: Option<&str>) -> usize {
+    pub fn broadcast(
+        &self,
+        channel: &str,
+        event: &str,
+        data: &str,
+        except_socket: Option<&str>,
+    ) -> usize {
         let frame = channel_frame(event, channel, data);
         let cache = is_cache_channel(channel);
         let mut channels = self.lock();
@@ -132,7 +145,11 @@ impl Hub {
     pub fn sweep(&self) {
         let ttl = self.cache_ttl;
         self.lock().retain(|_, state| {
-            if state.cached.as_ref().is_some_and(|(_, at)| at.elapsed() >= ttl) {
+            if state
+                .cached
+                .as_ref()
+                .is_some_and(|(_, at)| at.elapsed() >= ttl)
+            {
                 state.cached = None;
             }
             !state.subscribers.is_empty() || state.cached.is_some()

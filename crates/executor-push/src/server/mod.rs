@@ -25,7 +25,7 @@ use tokio::task::JoinHandle;
 use self::hub::Hub;
 use crate::sign::AppCredentials;
 use crate::stats::{PushStats, PushStatsSnapshot};
-use crate::{PushError, PushEvent, Publisher};
+use crate::{Publisher, PushError, PushEvent};
 
 /// Settings of the embedded server; `Default` gives Pusher's values.
 #[derive(Debug, Clone)]
@@ -107,7 +107,9 @@ pub struct EmbeddedServer {
 
 impl std::fmt::Debug for EmbeddedServer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("EmbeddedServer").field("addr", &self.addr).finish_non_exhaustive()
+        f.debug_struct("EmbeddedServer")
+            .field("addr", &self.addr)
+            .finish_non_exhaustive()
     }
 }
 
@@ -244,7 +246,10 @@ impl EmbeddedServer {
             // The server task dropped its state; this returns once every connection has.
             let _ = conn_done.recv().await;
         };
-        if tokio::time::timeout(Duration::from_secs(5), wait).await.is_err() {
+        if tokio::time::timeout(Duration::from_secs(5), wait)
+            .await
+            .is_err()
+        {
             tracing::warn!("embedded push server: connections still open after 5 s, leaving them");
         }
     }
@@ -260,7 +265,9 @@ pub struct InProcessPublisher {
 
 impl std::fmt::Debug for InProcessPublisher {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("InProcessPublisher").field("stats", &self.stats.snapshot()).finish()
+        f.debug_struct("InProcessPublisher")
+            .field("stats", &self.stats.snapshot())
+            .finish()
     }
 }
 

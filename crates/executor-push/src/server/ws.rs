@@ -46,7 +46,10 @@ fn event_frame(event: &str, data: &Value) -> Utf8Bytes {
 }
 
 fn error_frame(code: Option<u16>, message: &str) -> Utf8Bytes {
-    Utf8Bytes::from(json!({ "event": "pusher:error", "data": { "code": code, "message": message } }).to_string())
+    Utf8Bytes::from(
+        json!({ "event": "pusher:error", "data": { "code": code, "message": message } })
+            .to_string(),
+    )
 }
 
 async fn close(socket: &mut WebSocket, code: u16, reason: &'static str) {
@@ -60,11 +63,18 @@ async fn close(socket: &mut WebSocket, code: u16, reason: &'static str) {
 
 /// Refuses the connection during the handshake: `pusher:error` then a close with `code`.
 async fn refuse(mut socket: WebSocket, code: u16, reason: &'static str) {
-    let _ = socket.send(Message::Text(error_frame(Some(code), reason))).await;
+    let _ = socket
+        .send(Message::Text(error_frame(Some(code), reason)))
+        .await;
     close(&mut socket, code, reason).await;
 }
 
-pub(crate) async fn serve_connection(socket: WebSocket, state: Arc<AppState>, key: String, protocol: Option<String>) {
+pub(crate) async fn serve_connection(
+    socket: WebSocket,
+    state: Arc<AppState>,
+    key: String,
+    protocol: Option<String>,
+) {
     let _guard = state.conn_guard.clone();
     match protocol.as_deref().map(str::parse::<u32>) {
         None => return refuse(socket, 4008, "No protocol version supplied").await,
@@ -115,7 +125,10 @@ impl Connection {
             "socket_id": &*self.sub.socket_id,
             "activity_timeout": activity.as_secs().max(1),
         });
-        if !self.send(event_frame("pusher:connection_established", &established)).await {
+        if !self
+            .send(event_frame("pusher:connection_established", &established))
+            .await
+        {
             return;
         }
         let mut shutdown = self.state.shutdown.clone();
@@ -179,7 +192,8 @@ impl Connection {
             "pusher:pong" => true,
             "pusher:subscribe" => self.subscribe(data_object(msg.data)).await,
             "pusher:unsubscribe" => {
-                if let Some(channel) = data_object(msg.data).get("channel").and_then(Value::as_str) {
+                if let Some(channel) = data_object(msg.data).get("channel").and_then(Value::as_str)
+                {
                     if self.channels.remove(channel) {
                         self.state.hub.unsubscribe(channel, self.conn);
                     }
@@ -187,8 +201,11 @@ impl Connection {
                 true
             }
             e if e.starts_with("client-") => {
-                self.send(error_frame(None, "Client events are not enabled on this server"))
-                    .await
+                self.send(error_frame(
+                    None,
+                    "Client events are not enabled on this server",
+                ))
+                .await
             }
             _ => true,
         }
@@ -196,20 +213,32 @@ impl Connection {
 
     async fn subscription_error(&mut self, channel: &str, message: &str, status: u16) -> bool {
         let data = json!({ "type": "AuthError", "error": message, "status": status });
-        self.send(channel_frame("pusher:subscription_error", channel, &data.to_string()))
-            .await
+        self.send(channel_frame(
+            "pusher:subscription_error",
+            channel,
+            &data.to_string(),
+        ))
+        .await
             && self.send(error_frame(Some(4009), message)).await
     }
 
     async fn subscribe(&mut self, data: Value) -> bool {
-        let channel = data.get("channel").and_then(Value::as_str).unwrap_or_default().to_owned();
+        let channel = data
+            .get("channel")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned();
         let auth = data.get("auth").and_then(Value::as_str).unwrap_or_default();
         if !is_valid_channel_name(&channel) {
             return self.send(error_frame(None, "Invalid channel name")).await;
         }
         if channel.starts_with("presence-") || channel.starts_with("private-encrypted-") {
             return self
-                .subscription_error(&channel, "Presence and encrypted channels are not supported", 400)
+                .subscription_error(
+                    &channel,
+                    "Presence and encrypted channels are not supported",
+                    400,
+                )
                 .await;
         }
         if channel.starts_with("private-")
@@ -217,19 +246,31 @@ impl Connection {
         {
             tracing::debug!(socket_id = %self.sub.socket_id, %channel, "push subscription refused: bad signature");
             return self
-                .subscription_error(&channel, "Invalid signature for this socket and channel", 401)
+                .subscription_error(
+                    &channel,
+                    "Invalid signature for this socket and channel",
+                    401,
+                )
                 .await;
         }
-        let cached = self.state.hub.subscribe(&channel, self.conn, self.sub.clone());
+        let cached = self
+            .state
+            .hub
+            .subscribe(&channel, self.conn, self.sub.clone());
         self.channels.insert(channel.clone());
         if !self
-            .send(channel_frame("pusher_internal:subscription_succeeded", &channel, "{}"))
+            .send(channel_frame(
+                "pusher_internal:subscription_succeeded",
+                &channel,
+                "{}",
+            ))
             .await
         {
             return false;
         }
         if is_cache_channel(&channel) {
-            let frame = cached.unwrap_or_else(|| channel_frame("pusher:cache_miss", &channel, "{}"));
+            let frame =
+                cached.unwrap_or_else(|| channel_frame("pusher:cache_miss", &channel, "{}"));
             return self.send(frame).await;
         }
         true

@@ -16,7 +16,7 @@ use axum::routing::post;
 use axum::{Json, Router};
 use executor_push::{
     channel_auth, is_valid_socket_id, parse_channel_auth_request, AppCredentials, EmbeddedServer,
-    HttpPublisher, HttpPublisherConfig, PushEvent, Publisher, CACHE_RUN_CHANNEL_PREFIX,
+    HttpPublisher, HttpPublisherConfig, Publisher, PushEvent, CACHE_RUN_CHANNEL_PREFIX,
     RUN_CHANNEL_PREFIX,
 };
 use serde::Deserialize;
@@ -59,8 +59,19 @@ impl Harness {
         Self::around(None, host, port, creds).await
     }
 
-    async fn around(server: Option<EmbeddedServer>, host: String, port: u16, creds: AppCredentials) -> Self {
-        let publisher = HttpPublisher::new(HttpPublisherConfig::new(creds.clone(), host.clone(), port, false)).unwrap();
+    async fn around(
+        server: Option<EmbeddedServer>,
+        host: String,
+        port: u16,
+        creds: AppCredentials,
+    ) -> Self {
+        let publisher = HttpPublisher::new(HttpPublisherConfig::new(
+            creds.clone(),
+            host.clone(),
+            port,
+            false,
+        ))
+        .unwrap();
         let state = ApiState {
             creds: creds.clone(),
             publisher,
@@ -100,7 +111,12 @@ impl Harness {
     }
 
     pub fn env_json(&self) -> Value {
-        Value::Object(self.env().into_iter().map(|(k, v)| (k.to_owned(), Value::String(v))).collect())
+        Value::Object(
+            self.env()
+                .into_iter()
+                .map(|(k, v)| (k.to_owned(), Value::String(v)))
+                .collect(),
+        )
     }
 
     pub async fn stop(self) {
@@ -133,10 +149,18 @@ async fn auth_route(
         Err(e) => return error(StatusCode::BAD_REQUEST, &e.to_string()),
     };
     let (Some(socket_id), Some(channel)) = (req.socket_id.clone(), req.channel_name.clone()) else {
-        return error(StatusCode::BAD_REQUEST, "Missing required fields: socket_id, channel_name");
+        return error(
+            StatusCode::BAD_REQUEST,
+            "Missing required fields: socket_id, channel_name",
+        );
     };
     if channel.starts_with(CACHE_RUN_CHANNEL_PREFIX) && is_valid_socket_id(&socket_id) {
-        let auth = channel_auth(&state.creds.key, state.creds.secret.expose(), &socket_id, &channel);
+        let auth = channel_auth(
+            &state.creds.key,
+            state.creds.secret.expose(),
+            &socket_id,
+            &channel,
+        );
         return Json(json!({ "auth": auth })).into_response();
     }
     if channel.starts_with(RUN_CHANNEL_PREFIX) && channel.ends_with("-forged") {
@@ -170,7 +194,11 @@ async fn publish_route(
     let unit = "é\"\\\n€x";
     let chunk: String = unit.chars().cycle().take(req.chunk_chars.max(1)).collect();
     for seq in req.first_seq..req.first_seq + req.count {
-        let event = PushEvent::new(req.channel.clone(), "stdout", json!({ "chunk": chunk, "seq": seq }));
+        let event = PushEvent::new(
+            req.channel.clone(),
+            "stdout",
+            json!({ "chunk": chunk, "seq": seq }),
+        );
         if let Err(e) = state.publisher.publish(vec![event]).await {
             return error(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string());
         }

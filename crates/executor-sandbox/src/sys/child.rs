@@ -133,6 +133,9 @@ pub(crate) struct ChildPlan {
     pub rlimits: Vec<(libc::__rlimit_resource_t, u64, u64)>,
     pub cap_last_cap: u32,
     pub seccomp: Vec<libc::sock_filter>,
+    /// The parent's argv and environ strings (start, end): zeroed in the child, so the
+    /// program cannot read the worker's command line or environment from `/proc/1`.
+    pub wipe: [(usize, usize); 2],
 }
 
 // Wraps raw syscalls used below so each unsafe block stays small and commented.
@@ -162,6 +165,7 @@ fn check(step: u32, ret: libc::c_long) {
 /// Entry point of the cloned child. Never returns.
 pub(crate) fn main(plan: &ChildPlan) -> ! {
     reset_signals();
+    hide_parent_args(plan);
     move_fds(plan);
 
     // Wait until the parent wrote our uid/gid maps (and attached us to cgroups on v1).
@@ -193,6 +197,26 @@ pub(crate) fn main(plan: &ChildPlan) -> ! {
         exec_program(plan);
     }
     init_loop(pid as libc::pid_t)
+}
+
+/// Overwrites the (copied) argv/environ strings of the parent: `/proc/1/cmdline` then reads
+/// `sandbox-init`. The environ area is also unreadable (the init is not dumpable), but
+/// zeroing it does not depend on that.
+fn hide_parent_args(plan: &ChildPlan) {
+    for &(start, end) in &plan.wipe {
+        if start != 0 && end > start {
+            // SAFETY: [start, end) is the argv/environ string area at the top of the main
+            // thread's stack, mapped and writable; this child owns its private copy and
+            // nothing in it reads those strings any more.
+            unsafe { std::ptr::write_bytes(start as *mut u8, 0, end - start) };
+        }
+    }
+    let name = b"sandbox-init";
+    let (start, end) = plan.wipe[0];
+    if start != 0 && end - start > name.len() {
+        // SAFETY: inside the area zeroed above, NUL-terminated by the zeroing.
+        unsafe { std::ptr::copy_nonoverlapping(name.as_ptr(), start as *mut u8, name.len()) };
+    }
 }
 
 /// Default disposition for every signal and an empty mask: the parent's handlers (e.g. a
@@ -324,11 +348,14 @@ fn run_op(step: u32, op: &FsOp) {
     unsafe {
         match op {
             FsOp::Mkdir { path, mode } => {
-                if libc::mkdir(path.as_ptr(), *mode) < 0 && errno() != libc::EEXIST {
-                    fail(step, errno());
+                if libc::mkdir(path.as_ptr(), *mode) < 0 {
+                    if errno() != libc::EEXIST {
+                        fail(step, errno());
+                    }
+                } else {
+                    // mkdir applies the umask; the mode is meant literally.
+                    check(step, libc::chmod(path.as_ptr(), *mode) as libc::c_long);
                 }
-                // mkdir applies the umask; the mode is meant literally.
-                check(step, libc::chmod(path.as_ptr(), *mode) as libc::c_long);
             }
             FsOp::Touch { path } => {
                 let fd = libc::open(path.as_ptr(), libc::O_CREAT | libc::O_WRONLY | libc::O_CLOEXEC, 0o644);

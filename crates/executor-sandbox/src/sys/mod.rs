@@ -24,7 +24,6 @@ pub(crate) const RESOLVE_NO_XDEV: u64 = 0x01;
 pub(crate) const RESOLVE_NO_MAGICLINKS: u64 = 0x02;
 pub(crate) const RESOLVE_NO_SYMLINKS: u64 = 0x04;
 pub(crate) const RESOLVE_BENEATH: u64 = 0x08;
-pub(crate) const RESOLVE_IN_ROOT: u64 = 0x10;
 
 pub(crate) const MOUNT_ATTR_RDONLY: u64 = 0x1;
 pub(crate) const MOUNT_ATTR_NOSUID: u64 = 0x2;
@@ -314,4 +313,23 @@ pub(crate) fn cap_last_cap() -> u32 {
         .ok()
         .and_then(|s| s.trim().parse().ok())
         .unwrap_or(63)
+}
+
+/// Where this process's argv and environ strings live: `[(arg_start, arg_end),
+/// (env_start, env_end)]` from `/proc/self/stat`, zeros when unknown.
+pub(crate) fn arg_env_areas() -> [(usize, usize); 2] {
+    let Ok(stat) = std::fs::read_to_string("/proc/self/stat") else {
+        return [(0, 0); 2];
+    };
+    // Fields after the command name (which may contain spaces) start at field 3.
+    let Some((_, rest)) = stat.rsplit_once(')') else {
+        return [(0, 0); 2];
+    };
+    let f: Vec<usize> = rest
+        .split_whitespace()
+        .map(|x| x.parse().unwrap_or(0))
+        .collect();
+    // Field n (1-based) is f[n - 3].
+    let get = |n: usize| f.get(n - 3).copied().unwrap_or(0);
+    [(get(48), get(49)), (get(50), get(51))]
 }

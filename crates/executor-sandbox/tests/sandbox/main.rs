@@ -1,0 +1,8 @@
+//! Integration tests: real sandboxes running hostile programs (run as root).
+
+mod basic;
+mod common;
+mod containment;
+mod files;
+mod syscalls;
+mod v2;

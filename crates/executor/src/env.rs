@@ -1,0 +1,25 @@
+//! Every environment variable Executor reads, declared once (the README's configuration table
+//! is this list).
+
+pub const API_TOKEN: &str = "EXECUTOR_API_TOKEN";
+pub const LISTEN: &str = "EXECUTOR_LISTEN";
+pub const LANGUAGES_DIR: &str = "EXECUTOR_LANGUAGES_DIR";
+pub const DATA_DIR: &str = "EXECUTOR_DATA_DIR";
+pub const REDIS_URL: &str = "REDIS_URL";
+pub const REDIS_PREFIX: &str = "EXECUTOR_REDIS_PREFIX";
+pub const MAX_FILES_BYTES: &str = "MAX_FILES_BYTES";
+pub const MAX_QUEUE_DEPTH: &str = "MAX_QUEUE_DEPTH";
+pub const ENABLE_CHANNEL_AUTH: &str = "ENABLE_CHANNEL_AUTH";
+pub const MAX_WALL_TIME_MS: &str = "EXECUTOR_MAX_WALL_TIME_MS";
+pub const MAX_IDLE_MS: &str = "EXECUTOR_MAX_IDLE_MS";
+pub const MAX_CPU_MS: &str = "EXECUTOR_MAX_CPU_MS";
+pub const MAX_MEMORY_MB: &str = "EXECUTOR_MAX_MEMORY_MB";
+pub const MAX_PIDS: &str = "EXECUTOR_MAX_PIDS";
+pub const MAX_OUTPUT_KB: &str = "EXECUTOR_MAX_OUTPUT_KB";
+pub const MAX_ARTIFACTS: &str = "EXECUTOR_MAX_ARTIFACTS";
+pub const MAX_ARTIFACT_BYTES: &str = "EXECUTOR_MAX_ARTIFACT_BYTES";
+pub const PUSH_LISTEN: &str = "EXECUTOR_PUSH_LISTEN";
+pub const PUSHER_APP_ID: &str = "PUSHER_APP_ID";
+pub const PUSHER_APP_KEY: &str = "PUSHER_APP_KEY";
+pub const PUSHER_APP_SECRET: &str = "PUSHER_APP_SECRET";
+pub const LOG: &str = "RUST_LOG";
