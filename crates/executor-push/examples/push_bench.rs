@@ -9,6 +9,7 @@
 //! - throughput: EVENTS events published back to back, events/s from the first publish to the
 //!   last receive, with the publish-to-receive latency of each event (median, p99);
 //! - latency: one event at a time (publish, wait for it, next), median and p99.
+//!
 //! Server, publisher and client share the machine (loopback); figures are for comparison.
 
 #[allow(dead_code)]
@@ -195,6 +196,7 @@ async fn main() {
     seq += n;
     let s = latency(&http, &mut rx, seq, latency_n, &chunk).await;
     row("HTTP API", "latency (one at a time)", latency_n, &s);
+    http.flush().await;
     let st = http.stats();
     println!(
         "HttpPublisher: {} events in {} requests ({:.1} events/request), {} failed",

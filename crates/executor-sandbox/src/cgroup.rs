@@ -236,7 +236,10 @@ impl Cgroup {
                 }
             }
             Cgroup::V2 {
-                dir, memory, pids: has_pids, ..
+                dir,
+                memory,
+                pids: has_pids,
+                ..
             } => {
                 if *memory {
                     write(&dir.join("memory.max"), &mem)?;

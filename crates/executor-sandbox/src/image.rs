@@ -202,8 +202,7 @@ pub(crate) fn plan_ops(
         ),
         (
             "hosts",
-            "127.0.0.1\tlocalhost sandbox\n::1\tlocalhost ip6-localhost ip6-loopback\n"
-                .to_string(),
+            "127.0.0.1\tlocalhost sandbox\n::1\tlocalhost ip6-localhost ip6-loopback\n".to_string(),
         ),
     ] {
         ops.push(FsOp::WriteFile {

@@ -91,7 +91,10 @@ impl Slot {
     /// and clears anything a previous worker left in them.
     pub fn new(cfg: SlotConfig) -> Result<Slot, SandboxError> {
         if cfg.host_uid == 0 {
-            return Err(SandboxError::invalid("host_uid", "must not be 0 (host root)"));
+            return Err(SandboxError::invalid(
+                "host_uid",
+                "must not be 0 (host root)",
+            ));
         }
         let slot_dir = cfg.state_dir.join(format!("slot-{}", cfg.slot));
         let root_dir = slot_dir.join("root");
@@ -135,7 +138,11 @@ impl Slot {
 
     /// Mounts a fresh tmpfs (size and inode caps, owned by the sandbox user, nosuid, nodev)
     /// as the workspace of the next job, replacing any previous one. Returns its host path.
-    pub fn prepare_workspace(&mut self, size_bytes: u64, inodes: u64) -> Result<&Path, SandboxError> {
+    pub fn prepare_workspace(
+        &mut self,
+        size_bytes: u64,
+        inodes: u64,
+    ) -> Result<&Path, SandboxError> {
         if self.mounted {
             self.cleanup()?;
         }
@@ -174,7 +181,13 @@ impl Slot {
     /// Writes a file into the workspace (`rel` relative to it, parents created), owned by
     /// the sandbox user. `..`, absolute paths and symlinks on the way are refused.
     pub fn write_file(&self, rel: &str, contents: &[u8], mode: u32) -> Result<(), SandboxError> {
-        workspace::write_file(self.mounted_workspace()?, rel, contents, mode, self.cfg.host_uid)
+        workspace::write_file(
+            self.mounted_workspace()?,
+            rel,
+            contents,
+            mode,
+            self.cfg.host_uid,
+        )
     }
 
     /// Creates a directory (and its parents) in the workspace, owned by the sandbox user.
@@ -254,12 +267,18 @@ impl Slot {
                 return Err(abort(SandboxError::io("write", path, e)));
             }
         }
-        if let Err(e) = self.cgroup.attach(pid) {
+        // Two releases: after the maps (the child builds its root meanwhile), and after the
+        // v1 cgroup attach, which the child awaits before starting the program.
+        let mut sync_w = fs::File::from(sync_w);
+        let release = |sync_w: &mut fs::File| {
+            std::io::Write::write_all(sync_w, b"1")
+                .map_err(|e| SandboxError::sys("release the sandbox child", e))
+        };
+        if let Err(e) = release(&mut sync_w) {
             return Err(abort(e));
         }
-        let mut sync_w = fs::File::from(sync_w);
-        if let Err(e) = std::io::Write::write_all(&mut sync_w, b"1") {
-            return Err(abort(SandboxError::sys("release the sandbox child", e)));
+        if let Err(e) = self.cgroup.attach(pid).and_then(|()| release(&mut sync_w)) {
+            return Err(abort(e));
         }
         drop(sync_w);
 
@@ -307,7 +326,12 @@ impl Slot {
         })
     }
 
-    fn plan(&self, spec: &RunSpec, workspace: &Path, fds: [i32; 6]) -> Result<ChildPlan, SandboxError> {
+    fn plan(
+        &self,
+        spec: &RunSpec,
+        workspace: &Path,
+        fds: [i32; 6],
+    ) -> Result<ChildPlan, SandboxError> {
         let cstring = |what: &'static str, s: &str| {
             CString::new(s).map_err(|_| SandboxError::invalid(what, format!("{s:?} contains NUL")))
         };
@@ -357,7 +381,10 @@ impl Slot {
             (libc::RLIMIT_STACK, l.stack_bytes, l.stack_bytes),
         ];
         let ptrs = |v: &[CString]| -> Vec<*const libc::c_char> {
-            v.iter().map(|c| c.as_ptr()).chain([std::ptr::null()]).collect()
+            v.iter()
+                .map(|c| c.as_ptr())
+                .chain([std::ptr::null()])
+                .collect()
         };
         Ok(ChildPlan {
             fds,
@@ -487,7 +514,8 @@ impl Child {
     /// Blocks until the stage has ended (the program exited and every process it left was
     /// killed), and reports how.
     pub fn wait(mut self) -> Result<Outcome, SandboxError> {
-        let init = sys::wait_pidfd(self.pidfd.as_raw_fd()).map_err(|e| SandboxError::sys("waitid", e))?;
+        let init =
+            sys::wait_pidfd(self.pidfd.as_raw_fd()).map_err(|e| SandboxError::sys("waitid", e))?;
         self.waited = true;
         let mut buf = Vec::with_capacity(4);
         if let Some(status) = self.status.take() {

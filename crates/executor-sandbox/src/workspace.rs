@@ -15,8 +15,10 @@ use std::path::Path;
 use crate::error::SandboxError;
 use crate::sys;
 
-const RESOLVE: u64 =
-    sys::RESOLVE_NO_SYMLINKS | sys::RESOLVE_NO_MAGICLINKS | sys::RESOLVE_BENEATH | sys::RESOLVE_NO_XDEV;
+const RESOLVE: u64 = sys::RESOLVE_NO_SYMLINKS
+    | sys::RESOLVE_NO_MAGICLINKS
+    | sys::RESOLVE_BENEATH
+    | sys::RESOLVE_NO_XDEV;
 
 /// Maximum directory depth walked by [`list_files`].
 const MAX_DEPTH: usize = 32;
@@ -65,14 +67,18 @@ fn open_root(root: &Path) -> Result<OwnedFd, SandboxError> {
 }
 
 /// Opens (creating when `create`) each directory of `dirs` below `root` without following links.
-fn open_dirs(
-    root: &Path,
-    dirs: &[CString],
-    create: Option<u32>,
-) -> Result<OwnedFd, SandboxError> {
+fn open_dirs(root: &Path, dirs: &[CString], create: Option<u32>) -> Result<OwnedFd, SandboxError> {
     let mut cur = open_root(root)?;
     for (i, name) in dirs.iter().enumerate() {
-        let shown = || root.join(dirs[..=i].iter().map(|c| c.to_string_lossy()).collect::<Vec<_>>().join("/"));
+        let shown = || {
+            root.join(
+                dirs[..=i]
+                    .iter()
+                    .map(|c| c.to_string_lossy())
+                    .collect::<Vec<_>>()
+                    .join("/"),
+            )
+        };
         if let Some(uid) = create {
             match sys::mkdirat(cur.as_raw_fd(), name, 0o755) {
                 Ok(()) => sys::fchownat_nofollow(cur.as_raw_fd(), name, uid, uid)
@@ -209,7 +215,8 @@ fn walk(
     max: usize,
     out: &mut Listing,
 ) -> Result<(), SandboxError> {
-    let names = sys::read_dir_names(dir).map_err(|e| SandboxError::io("read directory", shown, e))?;
+    let names =
+        sys::read_dir_names(dir).map_err(|e| SandboxError::io("read directory", shown, e))?;
     for name in names {
         let Ok(utf8) = name.to_str() else { continue };
         let path = if prefix.is_empty() {

@@ -86,6 +86,14 @@ pub struct PushArgs {
     pub pusher_app_key: Option<String>,
     #[arg(long, env = env::PUSHER_APP_SECRET, hide_env_values = true)]
     pub pusher_app_secret: Option<String>,
+    /// An external Pusher-compatible server (Sockudo, Soketi, Pusher) to publish to over its
+    /// HTTP API; when set, `serve` does not start the embedded one.
+    #[arg(long, env = env::PUSHER_HOST)]
+    pub pusher_host: Option<String>,
+    #[arg(long, env = env::PUSHER_PORT, default_value_t = 6001)]
+    pub pusher_port: u16,
+    #[arg(long, env = env::PUSHER_USE_TLS, default_value = "false", value_parser = clap::builder::BoolishValueParser::new())]
+    pub pusher_use_tls: bool,
 }
 
 pub struct Credentials {
@@ -95,6 +103,21 @@ pub struct Credentials {
 }
 
 impl PushArgs {
+    /// The credentials, generated once per process when not configured (so the API's signer
+    /// and the push server agree).
+    pub fn credentials_fixed(&self) -> Credentials {
+        static GENERATED: std::sync::OnceLock<(String, String)> = std::sync::OnceLock::new();
+        let (k, s) = GENERATED.get_or_init(|| {
+            let c = self.credentials();
+            (c.key, c.secret)
+        });
+        Credentials {
+            app_id: self.pusher_app_id.clone().unwrap_or_else(|| "executor".into()),
+            key: self.pusher_app_key.clone().unwrap_or_else(|| k.clone()),
+            secret: self.pusher_app_secret.clone().unwrap_or_else(|| s.clone()),
+        }
+    }
+
     /// The configured app credentials, or fresh random ones for the embedded server.
     pub fn credentials(&self) -> Credentials {
         Credentials {
@@ -114,9 +137,15 @@ impl PushArgs {
     }
 }
 
-/// Pusher's private-channel signature: `<key>:<hex hmac-sha256(secret, socket_id:channel)>`.
-pub fn channel_auth(key: &str, secret: &str, socket_id: &str, channel: &str) -> String {
-    // Replaced by executor_push::channel_auth once the push crate is wired in.
-    let _ = (secret, socket_id, channel);
-    format!("{key}:")
+#[derive(Args, Clone)]
+pub struct WorkerArgs {
+    /// Jobs run at once (default: the number of cores).
+    #[arg(long, env = env::WORKER_SLOTS)]
+    pub slots: Option<usize>,
+    /// How long a claimed job waits for its start handshake before running anyway.
+    #[arg(long, env = env::START_WAIT_MS, default_value_t = 10_000)]
+    pub start_wait_ms: u64,
+    /// Cgroup hierarchy: auto, v1 or v2 (v2 needs a delegated cgroup directory).
+    #[arg(long, env = env::CGROUP, default_value = "auto")]
+    pub cgroup: String,
 }

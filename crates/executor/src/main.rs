@@ -1,6 +1,7 @@
 //! `executor`: the one binary. `serve` runs API, worker, push server and blob store in one
 //! process on embedded defaults; `api` and `worker` are the scaled-out halves over Redis.
 
+mod blobs;
 mod config;
 mod env;
 
@@ -14,7 +15,7 @@ use executor_broker::{Broker, MemoryBroker, RedisBroker};
 use executor_languages::Registry;
 use executor_types::SchemaValidator;
 
-use config::{ApiArgs, CommonArgs, PushArgs};
+use config::{ApiArgs, CommonArgs, PushArgs, WorkerArgs};
 
 #[derive(Parser)]
 #[command(
@@ -37,6 +38,11 @@ enum Command {
         api: ApiArgs,
         #[command(flatten)]
         push: PushArgs,
+        #[command(flatten)]
+        worker: WorkerArgs,
+        /// Run without a blob store (the blob routes answer 501).
+        #[arg(long, env = "EXECUTOR_NO_BLOBS", value_parser = clap::builder::BoolishValueParser::new(), default_value = "false")]
+        no_blobs: bool,
     },
     /// The HTTP API only (stateless; run several behind a load balancer, all on one Redis).
     Api {
@@ -51,6 +57,10 @@ enum Command {
     Worker {
         #[command(flatten)]
         common: CommonArgs,
+        #[command(flatten)]
+        push: PushArgs,
+        #[command(flatten)]
+        worker: WorkerArgs,
     },
     /// Lists the languages the manifests directory offers on this host.
     Languages {
@@ -74,18 +84,21 @@ fn main() -> anyhow::Result<()> {
 
 async fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
-        Command::Serve { common, api, push } => serve(common, api, push, true).await,
+        Command::Serve { common, api, push, worker, no_blobs } => serve(common, api, push, Some(worker), no_blobs).await,
         Command::Api { common, api, push } => {
             anyhow::ensure!(common.redis_url.is_some(), "`executor api` needs --redis-url (or REDIS_URL): the API and the workers meet in Redis");
-            serve(common, api, push, false).await
+            serve(common, api, push, None, false).await
         }
-        Command::Worker { common } => {
-            anyhow::ensure!(
-                common.redis_url.is_some(),
-                "`executor worker` needs --redis-url (or REDIS_URL)"
-            );
-            eprintln!("executor worker: the sandboxed worker is not part of this build yet; jobs stay queued.");
-            shutdown_signal().await;
+        Command::Worker { common, push, worker } => {
+            anyhow::ensure!(common.redis_url.is_some(), "`executor worker` needs --redis-url (or REDIS_URL)");
+            anyhow::ensure!(push.pusher_host.is_some(), "`executor worker` needs --pusher-host (or PUSHER_HOST) and the PUSHER_APP_* credentials of the push server");
+            let broker = broker(&common).await?;
+            let validator = SchemaValidator::new();
+            let languages = Arc::new(Registry::load(&common.languages, &validator));
+            let (publisher, _server) = publisher(&push).await?;
+            let blob = blob_store(&common, false, broker.clone()).await?;
+            let w = start_worker(&common, &worker, broker, languages, publisher, blob.as_ref())?;
+            w.run(shutdown_signal()).await;
             Ok(())
         }
         Command::Languages { common } => {
@@ -121,8 +134,10 @@ async fn serve(
     common: CommonArgs,
     api: ApiArgs,
     push: PushArgs,
-    embedded: bool,
+    worker: Option<WorkerArgs>,
+    no_blobs: bool,
 ) -> anyhow::Result<()> {
+    let embedded = worker.is_some();
     let validator = Arc::new(SchemaValidator::new());
     let languages = Arc::new(Registry::load(&common.languages, &validator));
     if languages.all().is_empty() {
@@ -133,7 +148,7 @@ async fn serve(
         Some(t) if !t.is_empty() => (t.clone(), false),
         _ => (hex::encode(rand::random::<[u8; 24]>()), true),
     };
-    let creds = push.credentials();
+    let creds = push.credentials_fixed();
     let mut config = ApiConfig::new(executor_api::Secret::new(token.clone()));
     config.max_files_bytes = api.max_files_bytes;
     config.max_queue_depth = api.max_queue_depth;
@@ -141,17 +156,30 @@ async fn serve(
     config.max_limits = api.max_limits();
     let (key, secret) = (creds.key.clone(), creds.secret.clone());
     let signer: executor_api::ChannelSigner = Arc::new(move |socket_id: &str, channel: &str| {
-        config::channel_auth(&key, &secret, socket_id, channel)
+        executor_push::channel_auth(&key, &secret, socket_id, channel)
     });
+    let (publisher, push_server) = publisher(&push).await?;
+    let blob = blob_store(&common, no_blobs, broker.clone()).await?;
     let state = Arc::new(AppState {
         config,
         jobs: JobStore::new(broker.clone()),
         languages: languages.clone(),
         validator,
-        blobs: None,
-        events: None,
+        blobs: blob.as_ref().map(|b| Arc::new(blobs::ApiBlobs(b.service.clone())) as Arc<dyn executor_api::BlobService>),
+        events: Some(Arc::new(Events(publisher.clone()))),
         signer: Some(signer),
     });
+    if let Some(b) = &blob {
+        let sweeper = executor_blob::Sweeper::new(b.store.clone(), b.liveness.clone());
+        tokio::spawn(sweeper.run(std::future::pending()));
+    }
+    let worker_task = match &worker {
+        Some(wa) => {
+            let w = start_worker(&common, wa, broker.clone(), languages.clone(), publisher.clone(), blob.as_ref())?;
+            Some(tokio::spawn(w.run(std::future::pending())))
+        }
+        None => None,
+    };
     let listener = tokio::net::TcpListener::bind(&api.listen)
         .await
         .with_context(|| format!("cannot listen on {}", api.listen))?;
@@ -174,11 +202,26 @@ async fn serve(
         "Try: curl -s -H 'Authorization: Bearer {}' -H 'Content-Type: application/json' \\\n  -d '{{\"language\":\"python\",\"files\":[{{\"name\":\"main.py\",\"content\":\"print(42)\"}}]}}' http://{addr}/v1/execute",
         if generated { token.as_str() } else { "$EXECUTOR_API_TOKEN" }
     );
+    if let Some(srv) = &push_server {
+        println!(
+            "Push server (Pusher protocol): ws://{}/app/{}  (app id {}, key {})",
+            srv.local_addr(),
+            creds.key,
+            creds.app_id,
+            creds.key
+        );
+    }
     let app = executor_api::router(state);
     axum::serve(listener, app)
         .with_graceful_shutdown(shutdown_signal())
         .await
         .context("HTTP server failed")?;
+    if let Some(t) = worker_task {
+        t.abort();
+    }
+    if let Some(srv) = push_server {
+        srv.shutdown().await;
+    }
     tracing::info!("shut down cleanly");
     Ok(())
 }
@@ -191,4 +234,97 @@ async fn shutdown_signal() {
         _ = term.recv() => {},
     }
     tracing::info!("shutdown signal received");
+}
+
+/// The API's `stage{queued}` events go through the same publisher as the worker's.
+struct Events(Arc<dyn executor_push::Publisher>);
+
+#[async_trait::async_trait]
+impl executor_api::EventSink for Events {
+    async fn publish(&self, channel: &str, event: &str, data: serde_json::Value) {
+        if let Err(e) = self.0.publish(vec![executor_push::PushEvent::new(channel, event, data)]).await {
+            tracing::warn!(error = %e, "publish failed");
+        }
+    }
+}
+
+/// The external push server's HTTP API when `PUSHER_HOST` is set, else the embedded server
+/// (published to in-process).
+async fn publisher(
+    push: &PushArgs,
+) -> anyhow::Result<(Arc<dyn executor_push::Publisher>, Option<executor_push::EmbeddedServer>)> {
+    let c = push.credentials_fixed();
+    let creds = executor_push::AppCredentials::new(c.app_id, c.key, c.secret);
+    match &push.pusher_host {
+        Some(host) => {
+            let cfg = executor_push::HttpPublisherConfig::new(creds, host.clone(), push.pusher_port, push.pusher_use_tls);
+            Ok((Arc::new(executor_push::HttpPublisher::new(cfg)?), None))
+        }
+        None => {
+            let srv = executor_push::EmbeddedServer::bind(push.push_listen, creds)
+                .await
+                .with_context(|| format!("cannot start the push server on {}", push.push_listen))?;
+            Ok((Arc::new(srv.publisher()), Some(srv)))
+        }
+    }
+}
+
+pub struct Blob {
+    pub store: executor_blob::BlobStore,
+    pub service: Arc<executor_blob::BlobService>,
+    pub liveness: Arc<dyn executor_blob::LivenessStore>,
+    _embedded: Option<executor_blob::EmbeddedS3>,
+}
+
+/// An external S3 store when `S3_ENDPOINT` is set, else the embedded s3s-fs server under the
+/// data directory; none with `--no-blobs`.
+async fn blob_store(common: &CommonArgs, off: bool, b: Arc<dyn Broker>) -> anyhow::Result<Option<Blob>> {
+    if off {
+        return Ok(None);
+    }
+    let (cfg, embedded) = match executor_blob::BlobConfig::from_env()? {
+        Some(cfg) => (cfg, None),
+        None => {
+            let dir = absolute(&common.data_dir)?.join("blobs");
+            std::fs::create_dir_all(&dir)?;
+            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+            let (srv, cfg) = executor_blob::EmbeddedS3::start(&dir, listener).await?;
+            tracing::info!(endpoint = %cfg.endpoint, "embedded S3 store started");
+            (cfg, Some(srv))
+        }
+    };
+    let store = executor_blob::BlobStore::new(cfg)?;
+    let liveness: Arc<dyn executor_blob::LivenessStore> = Arc::new(blobs::BrokerLiveness(b));
+    let service = Arc::new(executor_blob::BlobService::new(store.clone(), liveness.clone()));
+    Ok(Some(Blob { store, service, liveness, _embedded: embedded }))
+}
+
+fn absolute(p: &std::path::Path) -> anyhow::Result<std::path::PathBuf> {
+    Ok(if p.is_absolute() { p.to_path_buf() } else { std::env::current_dir()?.join(p) })
+}
+
+fn start_worker(
+    common: &CommonArgs,
+    wa: &WorkerArgs,
+    broker: Arc<dyn Broker>,
+    languages: Arc<Registry>,
+    publisher: Arc<dyn executor_push::Publisher>,
+    blob: Option<&Blob>,
+) -> anyhow::Result<Arc<executor_worker::Worker>> {
+    let mut cfg = executor_worker::WorkerConfig::default();
+    if let Some(n) = wa.slots {
+        cfg.slots = n.max(1);
+    }
+    cfg.start_wait = std::time::Duration::from_millis(wa.start_wait_ms);
+    cfg.state_dir = absolute(&common.data_dir)?.join("run");
+    cfg.cgroup = match wa.cgroup.as_str() {
+        "v1" => executor_sandbox::CgroupConfig::V1 { root: "/sys/fs/cgroup".into() },
+        "v2" => executor_sandbox::CgroupConfig::V2 { root: "/sys/fs/cgroup".into() },
+        _ => executor_sandbox::CgroupConfig::Auto,
+    };
+    let blobs = blob.map(|b| {
+        Arc::new(blobs::WorkerBlobs { service: b.service.clone(), store: b.store.clone(), tmp: cfg.state_dir.join("tmp") })
+            as Arc<dyn executor_worker::BlobAccess>
+    });
+    executor_worker::Worker::new(cfg, broker, languages, publisher, blobs)
 }

@@ -23,7 +23,7 @@ const fn off_arg_low(arg: u8) -> u32 {
 }
 
 // BPF opcodes.
-const BPF_LD_W_ABS: u16 = 0x00 | 0x00 | 0x20; // BPF_LD | BPF_W | BPF_ABS
+const BPF_LD_W_ABS: u16 = 0x20; // BPF_LD (0) | BPF_W (0) | BPF_ABS (0x20)
 const BPF_JEQ_K: u16 = 0x05 | 0x10; // BPF_JMP | BPF_JEQ | BPF_K
 const BPF_JGE_K: u16 = 0x05 | 0x30; // BPF_JMP | BPF_JGE | BPF_K
 const BPF_JSET_K: u16 = 0x05 | 0x40; // BPF_JMP | BPF_JSET | BPF_K
@@ -184,7 +184,7 @@ mod tests {
                 .iter()
                 .find(|r| r.name == *name)
                 .unwrap_or_else(|| panic!("{name} missing from the policy"));
-            assert_eq!(i64::from(rule.nr), *nr as i64, "{name}");
+            assert_eq!(i64::from(rule.nr), *nr, "{name}");
         }
     }
 

@@ -19,11 +19,20 @@ pub enum Action {
 pub enum When {
     Always,
     /// The argument has any of these bits set.
-    AnyBit { arg: u8, mask: u32 },
+    AnyBit {
+        arg: u8,
+        mask: u32,
+    },
     /// The argument equals one of these values.
-    OneOf { arg: u8, values: &'static [u32] },
+    OneOf {
+        arg: u8,
+        values: &'static [u32],
+    },
     /// The argument equals none of these values.
-    NoneOf { arg: u8, values: &'static [u32] },
+    NoneOf {
+        arg: u8,
+        values: &'static [u32],
+    },
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -73,11 +73,22 @@ pub(crate) fn step_name(step: u32) -> &'static str {
 #[derive(Debug)]
 pub(crate) enum FsOp {
     /// mkdir; an existing directory is fine.
-    Mkdir { path: CString, mode: u32 },
+    Mkdir {
+        path: CString,
+        mode: u32,
+    },
     /// Create an empty file (a mount point for a file bind).
-    Touch { path: CString },
-    Symlink { target: CString, path: CString },
-    WriteFile { path: CString, data: Vec<u8> },
+    Touch {
+        path: CString,
+    },
+    Symlink {
+        target: CString,
+        path: CString,
+    },
+    WriteFile {
+        path: CString,
+        data: Vec<u8>,
+    },
     /// Bind `src` on `dst`, then set the `MOUNT_ATTR_*` flags in `set`.
     Bind {
         src: CString,
@@ -93,7 +104,10 @@ pub(crate) enum FsOp {
         data: CString,
     },
     /// mount_setattr(2) on an existing mount.
-    SetAttr { path: CString, set: u64 },
+    SetAttr {
+        path: CString,
+        set: u64,
+    },
 }
 
 impl FsOp {
@@ -168,20 +182,15 @@ pub(crate) fn main(plan: &ChildPlan) -> ! {
     hide_parent_args(plan);
     move_fds(plan);
 
-    // Wait until the parent wrote our uid/gid maps (and attached us to cgroups on v1).
-    let mut byte = 0u8;
-    // SAFETY: reading one byte into a stack variable.
-    let n = unsafe { libc::read(FD_SYNC, (&mut byte as *mut u8).cast(), 1) };
-    if n != 1 {
-        // The parent gave up (EOF) or failed: nothing to report to.
-        // SAFETY: _exit is always safe.
-        unsafe { libc::_exit(125) };
-    }
-    // SAFETY: closing our own fd.
-    unsafe { libc::close(FD_SYNC) };
-
+    // Wait until the parent wrote our uid/gid maps.
+    wait_for_parent();
     become_sandbox_user(plan);
     build_root(plan);
+    // Wait until the parent attached us to the v1 cgroups (done while we built the root:
+    // the migration costs milliseconds); the program must start inside them.
+    wait_for_parent();
+    // SAFETY: closing our own fd.
+    unsafe { libc::close(FD_SYNC) };
 
     // SAFETY: sethostname with a valid buffer and length.
     check(STEP_HOSTNAME, unsafe {
@@ -197,6 +206,18 @@ pub(crate) fn main(plan: &ChildPlan) -> ! {
         exec_program(plan);
     }
     init_loop(pid as libc::pid_t)
+}
+
+/// Blocks until the parent sends a byte on the sync pipe; exits quietly if it gave up.
+fn wait_for_parent() {
+    let mut byte = 0u8;
+    // SAFETY: reading one byte into a stack variable.
+    let n = unsafe { libc::read(FD_SYNC, (&mut byte as *mut u8).cast(), 1) };
+    if n != 1 {
+        // The parent failed or was killed (EOF): nobody to report to.
+        // SAFETY: _exit is always safe.
+        unsafe { libc::_exit(125) };
+    }
 }
 
 /// Overwrites the (copied) argv/environ strings of the parent: `/proc/1/cmdline` then reads
@@ -258,7 +279,10 @@ fn move_fds(plan: &ChildPlan) {
     }
     for (i, &t) in tmp.iter().enumerate() {
         // SAFETY: dup3 onto a fixed number; the temporaries are >= 9 so none is clobbered.
-        check(STEP_FDS, unsafe { libc::dup3(t, 3 + i as RawFd, libc::O_CLOEXEC) } as libc::c_long);
+        check(
+            STEP_FDS,
+            unsafe { libc::dup3(t, 3 + i as RawFd, libc::O_CLOEXEC) } as libc::c_long,
+        );
     }
     // SAFETY: close_range closes fds we no longer need (0..=2 belong to the parent's stdio,
     // 9.. to the parent); this process never uses them.
@@ -266,7 +290,10 @@ fn move_fds(plan: &ChildPlan) {
         libc::close(0);
         libc::close(1);
         libc::close(2);
-        check(STEP_FDS, libc::syscall(SYS_CLOSE_RANGE, 9u32, u32::MAX, 0u32));
+        check(
+            STEP_FDS,
+            libc::syscall(SYS_CLOSE_RANGE, 9u32, u32::MAX, 0u32),
+        );
     }
 }
 
@@ -277,9 +304,18 @@ fn become_sandbox_user(plan: &ChildPlan) {
     // Raw system calls: glibc's wrappers would try to broadcast to the parent's threads.
     // SAFETY: plain system calls with scalar arguments.
     unsafe {
-        check(STEP_SETGROUPS, libc::syscall(libc::SYS_setgroups, 0, std::ptr::null::<libc::gid_t>()));
-        check(STEP_SETGID, libc::syscall(libc::SYS_setresgid, plan.gid, plan.gid, plan.gid));
-        check(STEP_SETUID, libc::syscall(libc::SYS_setresuid, plan.uid, plan.uid, plan.uid));
+        check(
+            STEP_SETGROUPS,
+            libc::syscall(libc::SYS_setgroups, 0, std::ptr::null::<libc::gid_t>()),
+        );
+        check(
+            STEP_SETGID,
+            libc::syscall(libc::SYS_setresgid, plan.gid, plan.gid, plan.gid),
+        );
+        check(
+            STEP_SETUID,
+            libc::syscall(libc::SYS_setresuid, plan.uid, plan.uid, plan.uid),
+        );
     }
 }
 
@@ -290,7 +326,11 @@ fn mount_setattr(path: *const c_char, set: u64, recursive: bool) -> libc::c_long
         propagation: 0,
         userns_fd: 0,
     };
-    let flags: libc::c_uint = if recursive { libc::AT_RECURSIVE as libc::c_uint } else { 0 };
+    let flags: libc::c_uint = if recursive {
+        libc::AT_RECURSIVE as libc::c_uint
+    } else {
+        0
+    };
     // SAFETY: valid path and attr struct for the duration of the call.
     unsafe {
         libc::syscall(
@@ -311,7 +351,13 @@ fn build_root(plan: &ChildPlan) {
     unsafe {
         check(
             STEP_PRIVATE,
-            libc::mount(null, c"/".as_ptr(), null, libc::MS_REC | libc::MS_PRIVATE, std::ptr::null()) as libc::c_long,
+            libc::mount(
+                null,
+                c"/".as_ptr(),
+                null,
+                libc::MS_REC | libc::MS_PRIVATE,
+                std::ptr::null(),
+            ) as libc::c_long,
         );
         check(
             STEP_ROOT_TMPFS,
@@ -330,14 +376,27 @@ fn build_root(plan: &ChildPlan) {
     // SAFETY: as above; pivot_root(".", ".") stacks the old root under the new one, and the
     // detach unmounts it.
     unsafe {
-        check(STEP_PIVOT, libc::chdir(plan.new_root.as_ptr()) as libc::c_long);
-        check(STEP_PIVOT, libc::syscall(libc::SYS_pivot_root, c".".as_ptr(), c".".as_ptr()));
-        check(STEP_PIVOT, libc::umount2(c".".as_ptr(), libc::MNT_DETACH) as libc::c_long);
+        check(
+            STEP_PIVOT,
+            libc::chdir(plan.new_root.as_ptr()) as libc::c_long,
+        );
+        check(
+            STEP_PIVOT,
+            libc::syscall(libc::SYS_pivot_root, c".".as_ptr(), c".".as_ptr()),
+        );
+        check(
+            STEP_PIVOT,
+            libc::umount2(c".".as_ptr(), libc::MNT_DETACH) as libc::c_long,
+        );
         check(STEP_PIVOT, libc::chdir(c"/".as_ptr()) as libc::c_long);
     }
     check(
         STEP_ROOT_RO,
-        mount_setattr(c"/".as_ptr(), super::MOUNT_ATTR_RDONLY | super::MOUNT_ATTR_NOSUID | super::MOUNT_ATTR_NODEV, false),
+        mount_setattr(
+            c"/".as_ptr(),
+            super::MOUNT_ATTR_RDONLY | super::MOUNT_ATTR_NOSUID | super::MOUNT_ATTR_NODEV,
+            false,
+        ),
     );
 }
 
@@ -358,12 +417,19 @@ fn run_op(step: u32, op: &FsOp) {
                 }
             }
             FsOp::Touch { path } => {
-                let fd = libc::open(path.as_ptr(), libc::O_CREAT | libc::O_WRONLY | libc::O_CLOEXEC, 0o644);
+                let fd = libc::open(
+                    path.as_ptr(),
+                    libc::O_CREAT | libc::O_WRONLY | libc::O_CLOEXEC,
+                    0o644,
+                );
                 check(step, fd as libc::c_long);
                 libc::close(fd);
             }
             FsOp::Symlink { target, path } => {
-                check(step, libc::symlink(target.as_ptr(), path.as_ptr()) as libc::c_long);
+                check(
+                    step,
+                    libc::symlink(target.as_ptr(), path.as_ptr()) as libc::c_long,
+                );
             }
             FsOp::WriteFile { path, data } => {
                 let fd = libc::open(
@@ -380,18 +446,37 @@ fn run_op(step: u32, op: &FsOp) {
                 }
                 libc::close(fd);
             }
-            FsOp::Bind { src, dst, set, recursive } => {
+            FsOp::Bind {
+                src,
+                dst,
+                set,
+                recursive,
+            } => {
                 let flags = libc::MS_BIND | if *recursive { libc::MS_REC } else { 0 };
-                check(step, libc::mount(src.as_ptr(), dst.as_ptr(), null, flags, std::ptr::null()) as libc::c_long);
+                check(
+                    step,
+                    libc::mount(src.as_ptr(), dst.as_ptr(), null, flags, std::ptr::null())
+                        as libc::c_long,
+                );
                 if *set != 0 {
                     check(step, mount_setattr(dst.as_ptr(), *set, *recursive));
                 }
             }
-            FsOp::Mount { fstype, dst, flags, data } => {
+            FsOp::Mount {
+                fstype,
+                dst,
+                flags,
+                data,
+            } => {
                 check(
                     step,
-                    libc::mount(fstype.as_ptr(), dst.as_ptr(), fstype.as_ptr(), *flags, data.as_ptr().cast())
-                        as libc::c_long,
+                    libc::mount(
+                        fstype.as_ptr(),
+                        dst.as_ptr(),
+                        fstype.as_ptr(),
+                        *flags,
+                        data.as_ptr().cast(),
+                    ) as libc::c_long,
                 );
             }
             FsOp::SetAttr { path, set } => {
@@ -411,7 +496,10 @@ fn exec_program(plan: &ChildPlan) -> ! {
         }
         // Keep only 0..=2 and the error pipe (close-on-exec) open.
         libc::close(FD_SYNC);
-        check(STEP_STDIO, libc::syscall(SYS_CLOSE_RANGE, FD_STATUS as u32, u32::MAX, 0u32));
+        check(
+            STEP_STDIO,
+            libc::syscall(SYS_CLOSE_RANGE, FD_STATUS as u32, u32::MAX, 0u32),
+        );
         check(STEP_CHDIR, libc::chdir(plan.cwd.as_ptr()) as libc::c_long);
 
         for &(resource, soft, hard) in &plan.rlimits {
@@ -424,11 +512,20 @@ fn exec_program(plan: &ChildPlan) -> ! {
 
         // No capabilities at all: bounding set, ambient, then effective/permitted/inheritable.
         for cap in 0..=plan.cap_last_cap {
-            check(STEP_CAPS, libc::prctl(libc::PR_CAPBSET_DROP, cap as libc::c_ulong, 0, 0, 0) as libc::c_long);
+            check(
+                STEP_CAPS,
+                libc::prctl(libc::PR_CAPBSET_DROP, cap as libc::c_ulong, 0, 0, 0) as libc::c_long,
+            );
         }
         check(
             STEP_CAPS,
-            libc::prctl(libc::PR_CAP_AMBIENT, libc::PR_CAP_AMBIENT_CLEAR_ALL as libc::c_ulong, 0, 0, 0) as libc::c_long,
+            libc::prctl(
+                libc::PR_CAP_AMBIENT,
+                libc::PR_CAP_AMBIENT_CLEAR_ALL as libc::c_ulong,
+                0,
+                0,
+                0,
+            ) as libc::c_long,
         );
         #[repr(C)]
         struct CapHeader {
@@ -446,12 +543,26 @@ fn exec_program(plan: &ChildPlan) -> ! {
             pid: 0,
         };
         let data = [
-            CapData { effective: 0, permitted: 0, inheritable: 0 },
-            CapData { effective: 0, permitted: 0, inheritable: 0 },
+            CapData {
+                effective: 0,
+                permitted: 0,
+                inheritable: 0,
+            },
+            CapData {
+                effective: 0,
+                permitted: 0,
+                inheritable: 0,
+            },
         ];
-        check(STEP_CAPS, libc::syscall(libc::SYS_capset, &header as *const CapHeader, data.as_ptr()));
+        check(
+            STEP_CAPS,
+            libc::syscall(libc::SYS_capset, &header as *const CapHeader, data.as_ptr()),
+        );
 
-        check(STEP_NO_NEW_PRIVS, libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) as libc::c_long);
+        check(
+            STEP_NO_NEW_PRIVS,
+            libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) as libc::c_long,
+        );
 
         // Last: after this only the syscalls the policy allows work.
         let prog = libc::sock_fprog {
@@ -460,8 +571,13 @@ fn exec_program(plan: &ChildPlan) -> ! {
         };
         check(
             STEP_SECCOMP,
-            libc::prctl(libc::PR_SET_SECCOMP, libc::SECCOMP_MODE_FILTER as libc::c_ulong, &prog as *const libc::sock_fprog, 0, 0)
-                as libc::c_long,
+            libc::prctl(
+                libc::PR_SET_SECCOMP,
+                libc::SECCOMP_MODE_FILTER as libc::c_ulong,
+                &prog as *const libc::sock_fprog,
+                0,
+                0,
+            ) as libc::c_long,
         );
 
         // PATH lookup like execvp: remember the most useful error.

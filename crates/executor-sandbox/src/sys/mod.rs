@@ -98,7 +98,13 @@ pub(crate) fn clone_sandbox(
 ) -> io::Result<(libc::pid_t, OwnedFd)> {
     let mut pidfd: libc::c_int = -1;
     let mut args = CloneArgs {
-        flags: flags | CLONE_PIDFD | if cgroup_fd.is_some() { CLONE_INTO_CGROUP } else { 0 },
+        flags: flags
+            | CLONE_PIDFD
+            | if cgroup_fd.is_some() {
+                CLONE_INTO_CGROUP
+            } else {
+                0
+            },
         pidfd: &mut pidfd as *mut libc::c_int as u64,
         exit_signal: libc::SIGCHLD as u64,
         cgroup: cgroup_fd.map_or(0, |fd| fd as u64),
@@ -258,10 +264,8 @@ pub(crate) fn mkdirat(dirfd: RawFd, name: &CStr, mode: u32) -> io::Result<()> {
 
 pub(crate) fn fchownat_nofollow(dirfd: RawFd, name: &CStr, uid: u32, gid: u32) -> io::Result<()> {
     // SAFETY: valid fd and NUL-terminated name; AT_SYMLINK_NOFOLLOW never follows a link.
-    cvt_int(unsafe {
-        libc::fchownat(dirfd, name.as_ptr(), uid, gid, libc::AT_SYMLINK_NOFOLLOW)
-    })
-    .map(drop)
+    cvt_int(unsafe { libc::fchownat(dirfd, name.as_ptr(), uid, gid, libc::AT_SYMLINK_NOFOLLOW) })
+        .map(drop)
 }
 
 /// File type and size of an entry, without following a symlink.

@@ -28,7 +28,8 @@ pub fn slot() -> Slot {
         root: "/sys/fs/cgroup".into(),
     }))
     .expect("Slot::new");
-    slot.prepare_workspace(64 << 20, 10_000).expect("prepare_workspace");
+    slot.prepare_workspace(64 << 20, 10_000)
+        .expect("prepare_workspace");
     slot
 }
 
@@ -88,7 +89,8 @@ pub fn assert_slot_works(slot: &Slot) {
 /// Compiles a C program with gcc (at test time) and puts it into the workspace as
 /// `bin/<name>`; returns the path inside the sandbox.
 pub fn install_c(slot: &Slot, name: &str, source: &str) -> String {
-    let dir = std::env::temp_dir().join(format!("executor-sandbox-cc-{}-{name}", std::process::id()));
+    let dir =
+        std::env::temp_dir().join(format!("executor-sandbox-cc-{}-{name}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let src = dir.join(format!("{name}.c"));
     let bin = dir.join(name);
@@ -99,9 +101,14 @@ pub fn install_c(slot: &Slot, name: &str, source: &str) -> String {
         .arg(&src)
         .output()
         .expect("gcc");
-    assert!(out.status.success(), "gcc: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "gcc: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let bytes = std::fs::read(&bin).unwrap();
     let _ = std::fs::remove_dir_all(&dir);
-    slot.write_file(&format!("bin/{name}"), &bytes, 0o755).unwrap();
+    slot.write_file(&format!("bin/{name}"), &bytes, 0o755)
+        .unwrap();
     format!("/workspace/bin/{name}")
 }

@@ -8,6 +8,7 @@ const PROBE: &str = r#"
 #define _GNU_SOURCE
 #include <errno.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdio.h>
 #include <sys/ioctl.h>
 #include <sys/mount.h>

@@ -15,7 +15,9 @@ fn v2_slot() -> Option<Slot> {
         eprintln!("no cgroup2 mount at {UNIFIED}: skipped");
         return None;
     }
-    let mut cfg = config(CgroupConfig::V2 { root: UNIFIED.into() });
+    let mut cfg = config(CgroupConfig::V2 {
+        root: UNIFIED.into(),
+    });
     cfg.require_controllers = false;
     let mut slot = Slot::new(cfg).expect("Slot::new (v2)");
     slot.prepare_workspace(16 << 20, 1000).unwrap();
@@ -26,14 +28,23 @@ fn v2_slot() -> Option<Slot> {
 fn v2_spawns_into_the_slot_cgroup_and_cleans_up() {
     let Some(mut slot) = v2_slot() else { return };
     assert!(slot.cgroup_v2());
-    let child = slot.spawn(&sh("(sleep 1000 &); while :; do :; done")).unwrap();
+    let child = slot
+        .spawn(&sh("(sleep 1000 &); while :; do :; done"))
+        .unwrap();
     // Created inside the slot cgroup (CLONE_INTO_CGROUP), not moved there.
     let cg = std::fs::read_to_string(format!("/proc/{}/cgroup", child.pid())).unwrap();
     let slot_name = format!("/executor-sandbox-tests/slot-{}\n", slot.config().slot);
-    assert!(cg.lines().any(|l| l.starts_with("0::") && l.ends_with(slot_name.trim_end())), "{cg}");
+    assert!(
+        cg.lines()
+            .any(|l| l.starts_with("0::") && l.ends_with(slot_name.trim_end())),
+        "{cg}"
+    );
     let start = Instant::now();
     while child.cpu_usage_ms() < 100 {
-        assert!(start.elapsed() < Duration::from_secs(60), "no cpu accounted");
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "no cpu accounted"
+        );
         std::thread::sleep(Duration::from_millis(10));
     }
     assert!(slot.processes().len() >= 2);
