@@ -165,13 +165,15 @@ pub async fn job_status(
 
 pub async fn start(State(state): Shared, Path(id): Path<String>) -> Result<Response, ApiError> {
     let st = known_job(&state, &id).await?;
-    state.jobs.start(&id).await?;
-    if st.state == JobState::Queued {
+    // `stage{queued}` goes out before the flag: a worker that claimed the job waits for the
+    // flag, so its own stage events cannot overtake this one.
+    if matches!(st.state, JobState::Queued | JobState::Starting) {
         if let Some(ev) = &state.events {
             ev.publish(&keys::channel(&id), "stage", json!({ "phase": "queued" }))
                 .await;
         }
     }
+    state.jobs.start(&id).await?;
     Ok((StatusCode::ACCEPTED, ok()).into_response())
 }
 

@@ -50,7 +50,14 @@ fn result_event(r: &RunResult) -> serde_json::Value {
 
 /// Publishes `result` (on the job channel and its cache channel), stores the output when
 /// collected, and moves the job to its final state.
-async fn finish(w: &Worker, id: &str, collect: bool, result: &RunResult, state: JobState, reason: Option<String>) {
+async fn finish(
+    w: &Worker,
+    id: &str,
+    collect: bool,
+    result: &RunResult,
+    state: JobState,
+    reason: Option<String>,
+) {
     let data = result_event(result);
     let events = vec![
         PushEvent::new(keys::channel(id), "result", data.clone()),
@@ -72,7 +79,13 @@ async fn finish(w: &Worker, id: &str, collect: bool, result: &RunResult, state: 
 
 /// Ends a job as `error` (a service-side failure), with the reason in status and result.
 pub async fn finish_error(w: &Worker, id: &str, reason: &str) {
-    let collect = w.jobs.spec(id).await.ok().flatten().is_some_and(|s| s.collect_output);
+    let collect = w
+        .jobs
+        .spec(id)
+        .await
+        .ok()
+        .flatten()
+        .is_some_and(|s| s.collect_output);
     let mut r = empty_result();
     r.error = Some(reason.to_owned());
     finish(w, id, collect, &r, JobState::Error, Some(reason.to_owned())).await;
@@ -81,7 +94,15 @@ pub async fn finish_error(w: &Worker, id: &str, reason: &str) {
 async fn finish_killed(w: &Worker, id: &str, collect: bool) {
     let mut r = empty_result();
     r.signal = Some("SIGKILL".into());
-    finish(w, id, collect, &r, JobState::Killed, Some("killed by a client".into())).await;
+    finish(
+        w,
+        id,
+        collect,
+        &r,
+        JobState::Killed,
+        Some("killed by a client".into()),
+    )
+    .await;
 }
 
 impl Worker {
@@ -103,19 +124,43 @@ impl Worker {
             _ => {}
         }
         // The worker re-checks everything itself: the queue may hold anything.
-        if let Err(d) = self.validator.validate("JobSpec", &serde_json::to_value(&spec)?) {
-            anyhow::bail!("invalid job spec: {}", d.iter().map(|d| format!("{} {}", d.path, d.message)).collect::<Vec<_>>().join("; "));
+        if let Err(d) = self
+            .validator
+            .validate("JobSpec", &serde_json::to_value(&spec)?)
+        {
+            anyhow::bail!(
+                "invalid job spec: {}",
+                d.iter()
+                    .map(|d| format!("{} {}", d.path, d.message))
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            );
         }
         let bodies = files::check_files(&spec.files).map_err(|d| {
-            anyhow::anyhow!("invalid job files: {}", d.iter().map(|d| format!("{} {}", d.path, d.message)).collect::<Vec<_>>().join("; "))
+            anyhow::anyhow!(
+                "invalid job files: {}",
+                d.iter()
+                    .map(|d| format!("{} {}", d.path, d.message))
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            )
         })?;
         let Some(lang) = self.languages.exact(&spec.language, &spec.version) else {
-            anyhow::bail!("language {} {} is not available on this worker", spec.language, spec.version);
+            anyhow::bail!(
+                "language {} {} is not available on this worker",
+                spec.language,
+                spec.version
+            );
         };
         let mut input = Input {
             cursor: 0,
             pending: VecDeque::new(),
-            sub: self.jobs.broker.subscribe(&[keys::ctrl_channel(id), keys::stdin_channel(id)]).await.ok(),
+            sub: self
+                .jobs
+                .broker
+                .subscribe(&[keys::ctrl_channel(id), keys::stdin_channel(id)])
+                .await
+                .ok(),
             killed: false,
         };
         input.poll(&self, id).await;
@@ -140,7 +185,9 @@ impl Worker {
         }
         let _permit = self.run_permits.acquire().await?;
         let mut slot = self.take_slot();
-        let out = self.run_in_slot(&mut slot, id, &spec, &lang, &bodies, &mut input).await;
+        let out = self
+            .run_in_slot(&mut slot, id, &spec, &lang, &bodies, &mut input)
+            .await;
         let cleanup = tokio::task::block_in_place(|| {
             let mut slot = slot;
             let r = slot.cleanup();
@@ -164,13 +211,17 @@ impl Worker {
         bodies: &[FileBody],
         input: &mut Input,
     ) -> anyhow::Result<(RunResult, JobState)> {
-        tokio::task::block_in_place(|| slot.prepare_workspace(self.config.workspace_bytes, self.config.workspace_inodes))
-            .map_err(|e| anyhow::anyhow!("workspace setup failed: {e}"))?;
+        tokio::task::block_in_place(|| {
+            slot.prepare_workspace(self.config.workspace_bytes, self.config.workspace_inodes)
+        })
+        .map_err(|e| anyhow::anyhow!("workspace setup failed: {e}"))?;
         let slot: &executor_sandbox::Slot = slot;
         for (f, body) in spec.files.iter().zip(bodies) {
             match body {
-                FileBody::Inline(bytes) => tokio::task::block_in_place(|| slot.write_file(&f.name, bytes, 0o644))
-                    .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", f.name.as_str()))?,
+                FileBody::Inline(bytes) => {
+                    tokio::task::block_in_place(|| slot.write_file(&f.name, bytes, 0o644))
+                        .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", f.name.as_str()))?
+                }
                 FileBody::Ref(hex) => self.fetch_ref(slot, id, &f.name, hex).await?,
             }
         }
@@ -205,13 +256,25 @@ impl Worker {
                 result.truncated = c.truncated;
                 result.limit_exceeded = c.limit;
                 result.duration_ms = c.duration_ms;
-                let state = if killed { JobState::Killed } else { JobState::Done };
+                let state = if killed {
+                    JobState::Killed
+                } else {
+                    JobState::Done
+                };
                 return Ok((result, state));
             }
         }
         em.event("stage", json!({ "phase": "running" })).await;
-        let rs = self.run_spec(lang, &lang.manifest.run.command, &lang.manifest.run.env, &subst, limits, true);
-        let r: StageResult = stage::run(self, id, slot, rs, limits, Kind::Run, &mut em, input).await?;
+        let rs = self.run_spec(
+            lang,
+            &lang.manifest.run.command,
+            &lang.manifest.run.env,
+            &subst,
+            limits,
+            true,
+        );
+        let r: StageResult =
+            stage::run(self, id, slot, rs, limits, Kind::Run, &mut em, input).await?;
         result.exit_code = r.exit_code;
         result.signal = r.signal;
         result.timed_out = r.timed_out;
@@ -221,16 +284,33 @@ impl Worker {
         result.duration_ms = r.duration_ms;
         result.stdout = r.stdout;
         result.stderr = r.stderr;
-        self.collect_artifacts(slot, id, limits, &mut result, &mut em).await;
-        let state = if r.killed_by_client { JobState::Killed } else { JobState::Done };
+        self.collect_artifacts(slot, id, limits, &mut result, &mut em)
+            .await;
+        let state = if r.killed_by_client {
+            JobState::Killed
+        } else {
+            JobState::Done
+        };
         Ok((result, state))
     }
 
-    async fn fetch_ref(&self, slot: &executor_sandbox::Slot, id: &str, name: &str, hex: &str) -> anyhow::Result<()> {
+    async fn fetch_ref(
+        &self,
+        slot: &executor_sandbox::Slot,
+        id: &str,
+        name: &str,
+        hex: &str,
+    ) -> anyhow::Result<()> {
         let Some(blobs) = &self.blobs else {
-            anyhow::bail!("file {name} refers to blob sha256:{hex} but no blob store is configured");
+            anyhow::bail!(
+                "file {name} refers to blob sha256:{hex} but no blob store is configured"
+            );
         };
-        let tmp = self.config.state_dir.join("fetch").join(format!("{id}-{hex}"));
+        let tmp = self
+            .config
+            .state_dir
+            .join("fetch")
+            .join(format!("{id}-{hex}"));
         tokio::fs::create_dir_all(tmp.parent().unwrap()).await?;
         let mut f = tokio::fs::File::create(&tmp).await?;
         let max = self.config.workspace_bytes;
@@ -239,7 +319,8 @@ impl Worker {
         let r = match r {
             Ok(_) => tokio::task::block_in_place(|| {
                 let bytes = std::fs::read(&tmp)?;
-                slot.write_file(name, &bytes, 0o644).map_err(|e| anyhow::anyhow!("cannot write {name}: {e}"))
+                slot.write_file(name, &bytes, 0o644)
+                    .map_err(|e| anyhow::anyhow!("cannot write {name}: {e}"))
             }),
             Err(e) => Err(anyhow::anyhow!("blob sha256:{hex} for {name}: {e}")),
         };
@@ -256,11 +337,16 @@ impl Worker {
         em: &mut Emitter<'_>,
     ) {
         let max = limits.max_artifacts as usize;
-        let Ok(listing) = tokio::task::block_in_place(|| slot.list_files("artifacts", max)) else { return };
+        let Ok(listing) = tokio::task::block_in_place(|| slot.list_files("artifacts", max)) else {
+            return;
+        };
         result.artifacts_truncated = listing.truncated;
         let Some(blobs) = &self.blobs else {
             if !listing.files.is_empty() {
-                tracing::warn!(job = id, "artifacts left but no blob store is configured; not uploaded");
+                tracing::warn!(
+                    job = id,
+                    "artifacts left but no blob store is configured; not uploaded"
+                );
             }
             return;
         };
@@ -270,16 +356,21 @@ impl Worker {
                 continue;
             }
             let rel = format!("artifacts/{}", f.path);
-            let Ok(bytes) = tokio::task::block_in_place(|| slot.read_file(&rel, limits.max_artifact_bytes)) else {
+            let Ok(bytes) =
+                tokio::task::block_in_place(|| slot.read_file(&rel, limits.max_artifact_bytes))
+            else {
                 result.artifacts_truncated = true;
                 continue;
             };
             match blobs.upload_artifact(id, &f.path, bytes).await {
                 Ok(a) => {
-                    em.event("artifact", serde_json::to_value(&a).unwrap_or_default()).await;
+                    em.event("artifact", serde_json::to_value(&a).unwrap_or_default())
+                        .await;
                     result.artifacts.push(a);
                 }
-                Err(e) => tracing::warn!(job = id, artifact = f.path, error = %e, "artifact upload failed"),
+                Err(e) => {
+                    tracing::warn!(job = id, artifact = f.path, error = %e, "artifact upload failed")
+                }
             }
         }
     }
@@ -350,7 +441,12 @@ impl Substitutions {
             _ => entrypoint.clone(),
         };
         let main_class = stem.rsplit('/').next().unwrap_or(&stem).to_owned();
-        Self { entrypoint, stem, main_class, files: spec.files.iter().map(|f| f.name.to_string()).collect() }
+        Self {
+            entrypoint,
+            stem,
+            main_class,
+            files: spec.files.iter().map(|f| f.name.to_string()).collect(),
+        }
     }
 
     fn apply(&self, s: &str) -> String {
@@ -359,4 +455,3 @@ impl Substitutions {
             .replace("{mainClass}", &self.main_class)
     }
 }
-

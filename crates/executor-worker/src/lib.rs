@@ -54,7 +54,9 @@ pub struct WorkerConfig {
 
 impl Default for WorkerConfig {
     fn default() -> Self {
-        let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2);
+        let cores = std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(2);
         Self {
             slots: cores,
             max_waiting: 64,
@@ -75,9 +77,19 @@ impl Default for WorkerConfig {
 #[async_trait]
 pub trait BlobAccess: Send + Sync {
     /// Streams blob `hex` into `dest`, verifying its sha256; at most `max_bytes`.
-    async fn fetch(&self, hex: &str, dest: &mut tokio::fs::File, max_bytes: u64) -> Result<u64, String>;
+    async fn fetch(
+        &self,
+        hex: &str,
+        dest: &mut tokio::fs::File,
+        max_bytes: u64,
+    ) -> Result<u64, String>;
     /// Uploads an artifact and returns it with a signed download URL.
-    async fn upload_artifact(&self, job_id: &str, name: &str, bytes: Vec<u8>) -> Result<Artifact, String>;
+    async fn upload_artifact(
+        &self,
+        job_id: &str,
+        name: &str,
+        bytes: Vec<u8>,
+    ) -> Result<Artifact, String>;
 }
 
 /// A running worker's shared parts.
@@ -140,7 +152,11 @@ impl Worker {
             let w = self.clone();
             tokio::spawn(async move {
                 loop {
-                    let _ = w.jobs.broker.set(&alive(&w.id), "1", Some(w.config.lease)).await;
+                    let _ = w
+                        .jobs
+                        .broker
+                        .set(&alive(&w.id), "1", Some(w.config.lease))
+                        .await;
                     tokio::time::sleep(w.config.lease / 3).await;
                 }
             })
@@ -168,7 +184,12 @@ impl Worker {
     async fn claim_loop(self: Arc<Self>) {
         let mut backoff = Duration::from_millis(100);
         loop {
-            let permit = self.claim_permits.clone().acquire_owned().await.expect("semaphore open");
+            let permit = self
+                .claim_permits
+                .clone()
+                .acquire_owned()
+                .await
+                .expect("semaphore open");
             let claimed = self
                 .jobs
                 .broker
@@ -197,7 +218,12 @@ impl Worker {
     /// Claims and runs at most one job, waiting up to `timeout` for one (tests drain the
     /// queue deterministically with this). Returns the job id.
     pub async fn step(self: &Arc<Self>, timeout: Duration) -> Option<String> {
-        let id = self.jobs.broker.blmove(keys::QUEUE, &processing(&self.id), timeout).await.ok()??;
+        let id = self
+            .jobs
+            .broker
+            .blmove(keys::QUEUE, &processing(&self.id), timeout)
+            .await
+            .ok()??;
         self.clone().handle(&id).await;
         let _ = self.jobs.broker.lrem(&processing(&self.id), 1, &id).await;
         Some(id)
@@ -221,7 +247,8 @@ impl Worker {
                         tracing::warn!(job, dead_worker = w, "requeued a job of a dead worker");
                     }
                     Some(JobState::Running) => {
-                        let reason = "the worker running this job stopped; it was not re-run".to_string();
+                        let reason =
+                            "the worker running this job stopped; it was not re-run".to_string();
                         job::finish_error(self, &job, &reason).await;
                         b.lrem(&processing(&w), 0, &job).await?;
                     }
@@ -238,7 +265,11 @@ impl Worker {
     }
 
     fn take_slot(&self) -> Slot {
-        self.slots.lock().unwrap().pop().expect("a run permit guarantees a free slot")
+        self.slots
+            .lock()
+            .unwrap()
+            .pop()
+            .expect("a run permit guarantees a free slot")
     }
 
     fn return_slot(&self, slot: Slot) {

@@ -73,11 +73,21 @@ pub struct Emitter<'a> {
 
 impl<'a> Emitter<'a> {
     pub fn new(w: &'a Worker, job: &str, seq: u64) -> Self {
-        Self { w, channel: keys::channel(job), seq, current: None }
+        Self {
+            w,
+            channel: keys::channel(job),
+            seq,
+            current: None,
+        }
     }
 
     pub async fn event(&mut self, name: &str, data: serde_json::Value) {
-        if let Err(e) = self.w.publisher.publish(vec![PushEvent::new(&self.channel, name, data)]).await {
+        if let Err(e) = self
+            .w
+            .publisher
+            .publish(vec![PushEvent::new(&self.channel, name, data)])
+            .await
+        {
             tracing::warn!(error = %e, channel = %self.channel, "publish failed; the job goes on");
         }
     }
@@ -86,7 +96,11 @@ impl<'a> Emitter<'a> {
         if let Some((n, buf)) = &mut self.current {
             if *n == name {
                 buf.push_str(text);
-                while self.current.as_ref().is_some_and(|(_, b)| b.len() >= self.w.config.max_chunk_bytes) {
+                while self
+                    .current
+                    .as_ref()
+                    .is_some_and(|(_, b)| b.len() >= self.w.config.max_chunk_bytes)
+                {
                     self.flush_part().await;
                 }
                 return;
@@ -94,13 +108,19 @@ impl<'a> Emitter<'a> {
             self.flush().await;
         }
         self.current = Some((name, text.to_owned()));
-        while self.current.as_ref().is_some_and(|(_, b)| b.len() >= self.w.config.max_chunk_bytes) {
+        while self
+            .current
+            .as_ref()
+            .is_some_and(|(_, b)| b.len() >= self.w.config.max_chunk_bytes)
+        {
             self.flush_part().await;
         }
     }
 
     async fn flush_part(&mut self) {
-        let Some((name, buf)) = self.current.take() else { return };
+        let Some((name, buf)) = self.current.take() else {
+            return;
+        };
         // The first piece whose event stays under the push server's size limit (JSON escaping
         // counted), cut on a character boundary.
         let head_len = executor_push::split_chunk(&buf, executor_push::DEFAULT_MAX_EVENT_BYTES)
@@ -192,8 +212,10 @@ pub async fn run(
     let started = Instant::now();
     let mut child = tokio::task::block_in_place(|| slot.spawn(&spec))
         .map_err(|e| anyhow::anyhow!("sandbox setup failed: {e}"))?;
-    let mut out = tokio::net::unix::pipe::Receiver::from_owned_fd(child.stdout.take().expect("stdout pipe"))?;
-    let mut err = tokio::net::unix::pipe::Receiver::from_owned_fd(child.stderr.take().expect("stderr pipe"))?;
+    let mut out =
+        tokio::net::unix::pipe::Receiver::from_owned_fd(child.stdout.take().expect("stdout pipe"))?;
+    let mut err =
+        tokio::net::unix::pipe::Receiver::from_owned_fd(child.stderr.take().expect("stderr pipe"))?;
     let stdin_tx = match child.stdin.take() {
         Some(fd) => {
             let mut pipe = tokio::net::unix::pipe::Sender::from_owned_fd(fd)?;
@@ -203,7 +225,9 @@ pub async fn run(
             tokio::spawn(async move {
                 while let Some(Some(chunk)) = rx.recv().await {
                     let ok = pipe.write_all(chunk.as_bytes()).await.is_ok();
-                    let _ = broker.incr_by(&pending_key, -(chunk.len() as i64), None).await;
+                    let _ = broker
+                        .incr_by(&pending_key, -(chunk.len() as i64), None)
+                        .await;
                     if !ok {
                         break;
                     }
@@ -218,13 +242,17 @@ pub async fn run(
     // The AsyncFd owns its own duplicate of the pidfd, so it is I/O-safe (tokio deprecated the
     // constructor only because it also accepts fds it does not own).
     #[allow(deprecated)]
-    let pidfd = AsyncFd::with_interest(child.pidfd().try_clone_to_owned()?, tokio::io::Interest::READABLE)?;
+    let pidfd = AsyncFd::with_interest(
+        child.pidfd().try_clone_to_owned()?,
+        tokio::io::Interest::READABLE,
+    )?;
     let (out_name, err_name) = match kind {
         Kind::Compile => ("compile_output", "compile_output"),
         Kind::Run => ("stdout", "stderr"),
     };
     let cap = limits.output_kb.get() * 1024;
-    let wall_deadline = tokio::time::Instant::now() + Duration::from_millis(limits.wall_time_ms.get());
+    let wall_deadline =
+        tokio::time::Instant::now() + Duration::from_millis(limits.wall_time_ms.get());
     let idle = Duration::from_millis(limits.idle_ms.get());
     let mut idle_deadline = tokio::time::Instant::now() + idle;
     let mut flush_deadline: Option<tokio::time::Instant> = None;
@@ -330,7 +358,8 @@ pub async fn run(
     em.flush().await;
     drop(pidfd);
     drop(stdin_tx);
-    let outcome: Outcome = tokio::task::block_in_place(|| child.wait()).map_err(|e| anyhow::anyhow!("waiting for the sandbox failed: {e}"))?;
+    let outcome: Outcome = tokio::task::block_in_place(|| child.wait())
+        .map_err(|e| anyhow::anyhow!("waiting for the sandbox failed: {e}"))?;
     res.duration_ms = started.elapsed().as_millis() as u64;
     res.exit_code = outcome.exit_code.map(i64::from);
     res.signal = outcome.signal.map(signal_name);

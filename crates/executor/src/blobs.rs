@@ -30,19 +30,33 @@ impl LivenessStore for BrokerLiveness {
     async fn touch(&self, hash: &BlobHash, idle_ttl: Duration) -> Result<bool, LivenessError> {
         let b = &self.0;
         let meta = serde_json::json!({ "lastUsedMs": executor_types::now_ms() }).to_string();
-        b.set(&keys::blob_meta(&hash.to_string()), &meta, Some(idle_ttl)).await.map_err(err)?;
+        b.set(&keys::blob_meta(&hash.to_string()), &meta, Some(idle_ttl))
+            .await
+            .map_err(err)?;
         if b.get(&sweep_mark(hash)).await.map_err(err)?.is_some() {
             return Ok(false);
         }
-        b.sadd(keys::BLOBS_INDEX, &hash.to_string()).await.map_err(err)?;
+        b.sadd(keys::BLOBS_INDEX, &hash.to_string())
+            .await
+            .map_err(err)?;
         Ok(true)
     }
 
     async fn is_live(&self, hash: &BlobHash) -> Result<bool, LivenessError> {
-        Ok(self.0.get(&keys::blob_meta(&hash.to_string())).await.map_err(err)?.is_some())
+        Ok(self
+            .0
+            .get(&keys::blob_meta(&hash.to_string()))
+            .await
+            .map_err(err)?
+            .is_some())
     }
 
-    async fn pin(&self, hash: &BlobHash, _holder: &str, lease: Duration) -> Result<bool, LivenessError> {
+    async fn pin(
+        &self,
+        hash: &BlobHash,
+        _holder: &str,
+        lease: Duration,
+    ) -> Result<bool, LivenessError> {
         let b = &self.0;
         b.incr_by(&pins(hash), 1, Some(lease)).await.map_err(err)?;
         b.expire(&pins(hash), lease).await.map_err(err)?;
@@ -73,10 +87,18 @@ impl LivenessStore for BrokerLiveness {
 
     async fn begin_sweep(&self, hash: &BlobHash, guard: Duration) -> Result<bool, LivenessError> {
         let b = &self.0;
-        if !b.set_nx(&sweep_mark(hash), "1", Some(guard)).await.map_err(err)? {
+        if !b
+            .set_nx(&sweep_mark(hash), "1", Some(guard))
+            .await
+            .map_err(err)?
+        {
             return Ok(false);
         }
-        let live = b.get(&keys::blob_meta(&hash.to_string())).await.map_err(err)?.is_some();
+        let live = b
+            .get(&keys::blob_meta(&hash.to_string()))
+            .await
+            .map_err(err)?
+            .is_some();
         let pinned = b
             .get(&pins(hash))
             .await
@@ -91,7 +113,10 @@ impl LivenessStore for BrokerLiveness {
     }
 
     async fn finish_sweep(&self, hash: &BlobHash) -> Result<(), LivenessError> {
-        self.0.srem(keys::BLOBS_INDEX, &hash.to_string()).await.map_err(err)?;
+        self.0
+            .srem(keys::BLOBS_INDEX, &hash.to_string())
+            .await
+            .map_err(err)?;
         self.0.del(&sweep_mark(hash)).await.map_err(err)?;
         Ok(())
     }
@@ -101,7 +126,10 @@ impl LivenessStore for BrokerLiveness {
 pub struct ApiBlobs(pub Arc<BlobService>);
 
 fn parse_all(hashes: &[String]) -> anyhow::Result<Vec<BlobHash>> {
-    hashes.iter().map(|h| BlobHash::parse(h).map_err(|e| anyhow::anyhow!("{e}"))).collect()
+    hashes
+        .iter()
+        .map(|h| BlobHash::parse(h).map_err(|e| anyhow::anyhow!("{e}")))
+        .collect()
 }
 
 #[async_trait]
@@ -109,14 +137,23 @@ impl executor_api::BlobService for ApiBlobs {
     async fn check(&self, hashes: Vec<String>) -> anyhow::Result<BlobCheckResponse> {
         let r = self.0.check(&parse_all(&hashes)?).await?;
         Ok(BlobCheckResponse {
-            missing: r.missing.into_iter().map(|m| BlobUpload { hash: m.hash, upload_url: m.upload_url }).collect(),
+            missing: r
+                .missing
+                .into_iter()
+                .map(|m| BlobUpload {
+                    hash: m.hash,
+                    upload_url: m.upload_url,
+                })
+                .collect(),
             present: r.present,
         })
     }
 
     async fn finalize(&self, hashes: Vec<String>) -> anyhow::Result<BlobFinalizeResponse> {
         let r = self.0.finalize(&parse_all(&hashes)?).await?;
-        Ok(BlobFinalizeResponse { finalized: r.iter().map(|h| h.to_string()).collect() })
+        Ok(BlobFinalizeResponse {
+            finalized: r.iter().map(|h| h.to_string()).collect(),
+        })
     }
 }
 
@@ -129,7 +166,12 @@ pub struct WorkerBlobs {
 
 #[async_trait]
 impl executor_worker::BlobAccess for WorkerBlobs {
-    async fn fetch(&self, hex: &str, dest: &mut tokio::fs::File, max_bytes: u64) -> Result<u64, String> {
+    async fn fetch(
+        &self,
+        hex: &str,
+        dest: &mut tokio::fs::File,
+        max_bytes: u64,
+    ) -> Result<u64, String> {
         let hash = BlobHash::parse(&format!("sha256:{hex}")).map_err(|e| e.to_string())?;
         self.service
             .fetch_for_job(&hash, "worker", dest, max_bytes)
@@ -137,15 +179,35 @@ impl executor_worker::BlobAccess for WorkerBlobs {
             .map_err(|e| e.to_string())
     }
 
-    async fn upload_artifact(&self, job_id: &str, name: &str, bytes: Vec<u8>) -> Result<Artifact, String> {
-        let mime = executor_blob::guess_mime(name, &bytes[..bytes.len().min(executor_blob::SNIFF_LEN)]);
+    async fn upload_artifact(
+        &self,
+        job_id: &str,
+        name: &str,
+        bytes: Vec<u8>,
+    ) -> Result<Artifact, String> {
+        let mime =
+            executor_blob::guess_mime(name, &bytes[..bytes.len().min(executor_blob::SNIFF_LEN)]);
         let path = self.tmp.join(format!("artifact-{}", uuid::Uuid::new_v4()));
-        tokio::fs::create_dir_all(&self.tmp).await.map_err(|e| e.to_string())?;
-        tokio::fs::write(&path, &bytes).await.map_err(|e| e.to_string())?;
-        let file = tokio::fs::File::open(&path).await.map_err(|e| e.to_string())?;
-        let r = self.store.upload_artifact(job_id, name, file, bytes.len() as u64, &mime).await;
+        tokio::fs::create_dir_all(&self.tmp)
+            .await
+            .map_err(|e| e.to_string())?;
+        tokio::fs::write(&path, &bytes)
+            .await
+            .map_err(|e| e.to_string())?;
+        let file = tokio::fs::File::open(&path)
+            .await
+            .map_err(|e| e.to_string())?;
+        let r = self
+            .store
+            .upload_artifact(job_id, name, file, bytes.len() as u64, &mime)
+            .await;
         let _ = tokio::fs::remove_file(&path).await;
         let a = r.map_err(|e| e.to_string())?;
-        Ok(Artifact { name: a.name, mime_type: a.mime_type, bytes: a.bytes, url: a.url })
+        Ok(Artifact {
+            name: a.name,
+            mime_type: a.mime_type,
+            bytes: a.bytes,
+            url: a.url,
+        })
     }
 }

@@ -112,7 +112,10 @@ impl PushArgs {
             (c.key, c.secret)
         });
         Credentials {
-            app_id: self.pusher_app_id.clone().unwrap_or_else(|| "executor".into()),
+            app_id: self
+                .pusher_app_id
+                .clone()
+                .unwrap_or_else(|| "executor".into()),
             key: self.pusher_app_key.clone().unwrap_or_else(|| k.clone()),
             secret: self.pusher_app_secret.clone().unwrap_or_else(|| s.clone()),
         }
@@ -145,6 +148,10 @@ pub struct WorkerArgs {
     /// How long a claimed job waits for its start handshake before running anyway.
     #[arg(long, env = env::START_WAIT_MS, default_value_t = 10_000)]
     pub start_wait_ms: u64,
+    /// First sandbox slot number: several workers on one host need disjoint ranges (slots name
+    /// cgroups and map to host uid 200000+slot).
+    #[arg(long, env = env::FIRST_SLOT, default_value_t = 0)]
+    pub first_slot: u32,
     /// Cgroup hierarchy: auto, v1 or v2 (v2 needs a delegated cgroup directory).
     #[arg(long, env = env::CGROUP, default_value = "auto")]
     pub cgroup: String,

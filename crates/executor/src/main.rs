@@ -84,20 +84,40 @@ fn main() -> anyhow::Result<()> {
 
 async fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
-        Command::Serve { common, api, push, worker, no_blobs } => serve(common, api, push, Some(worker), no_blobs).await,
+        Command::Serve {
+            common,
+            api,
+            push,
+            worker,
+            no_blobs,
+        } => serve(common, api, push, Some(worker), no_blobs).await,
         Command::Api { common, api, push } => {
             anyhow::ensure!(common.redis_url.is_some(), "`executor api` needs --redis-url (or REDIS_URL): the API and the workers meet in Redis");
             serve(common, api, push, None, false).await
         }
-        Command::Worker { common, push, worker } => {
-            anyhow::ensure!(common.redis_url.is_some(), "`executor worker` needs --redis-url (or REDIS_URL)");
+        Command::Worker {
+            common,
+            push,
+            worker,
+        } => {
+            anyhow::ensure!(
+                common.redis_url.is_some(),
+                "`executor worker` needs --redis-url (or REDIS_URL)"
+            );
             anyhow::ensure!(push.pusher_host.is_some(), "`executor worker` needs --pusher-host (or PUSHER_HOST) and the PUSHER_APP_* credentials of the push server");
             let broker = broker(&common).await?;
             let validator = SchemaValidator::new();
             let languages = Arc::new(Registry::load(&common.languages, &validator));
             let (publisher, _server) = publisher(&push).await?;
             let blob = blob_store(&common, false, broker.clone()).await?;
-            let w = start_worker(&common, &worker, broker, languages, publisher, blob.as_ref())?;
+            let w = start_worker(
+                &common,
+                &worker,
+                broker,
+                languages,
+                publisher,
+                blob.as_ref(),
+            )?;
             w.run(shutdown_signal()).await;
             Ok(())
         }
@@ -165,7 +185,9 @@ async fn serve(
         jobs: JobStore::new(broker.clone()),
         languages: languages.clone(),
         validator,
-        blobs: blob.as_ref().map(|b| Arc::new(blobs::ApiBlobs(b.service.clone())) as Arc<dyn executor_api::BlobService>),
+        blobs: blob.as_ref().map(|b| {
+            Arc::new(blobs::ApiBlobs(b.service.clone())) as Arc<dyn executor_api::BlobService>
+        }),
         events: Some(Arc::new(Events(publisher.clone()))),
         signer: Some(signer),
     });
@@ -175,7 +197,14 @@ async fn serve(
     }
     let worker_task = match &worker {
         Some(wa) => {
-            let w = start_worker(&common, wa, broker.clone(), languages.clone(), publisher.clone(), blob.as_ref())?;
+            let w = start_worker(
+                &common,
+                wa,
+                broker.clone(),
+                languages.clone(),
+                publisher.clone(),
+                blob.as_ref(),
+            )?;
             Some(tokio::spawn(w.run(std::future::pending())))
         }
         None => None,
@@ -242,7 +271,11 @@ struct Events(Arc<dyn executor_push::Publisher>);
 #[async_trait::async_trait]
 impl executor_api::EventSink for Events {
     async fn publish(&self, channel: &str, event: &str, data: serde_json::Value) {
-        if let Err(e) = self.0.publish(vec![executor_push::PushEvent::new(channel, event, data)]).await {
+        if let Err(e) = self
+            .0
+            .publish(vec![executor_push::PushEvent::new(channel, event, data)])
+            .await
+        {
             tracing::warn!(error = %e, "publish failed");
         }
     }
@@ -252,12 +285,20 @@ impl executor_api::EventSink for Events {
 /// (published to in-process).
 async fn publisher(
     push: &PushArgs,
-) -> anyhow::Result<(Arc<dyn executor_push::Publisher>, Option<executor_push::EmbeddedServer>)> {
+) -> anyhow::Result<(
+    Arc<dyn executor_push::Publisher>,
+    Option<executor_push::EmbeddedServer>,
+)> {
     let c = push.credentials_fixed();
     let creds = executor_push::AppCredentials::new(c.app_id, c.key, c.secret);
     match &push.pusher_host {
         Some(host) => {
-            let cfg = executor_push::HttpPublisherConfig::new(creds, host.clone(), push.pusher_port, push.pusher_use_tls);
+            let cfg = executor_push::HttpPublisherConfig::new(
+                creds,
+                host.clone(),
+                push.pusher_port,
+                push.pusher_use_tls,
+            );
             Ok((Arc::new(executor_push::HttpPublisher::new(cfg)?), None))
         }
         None => {
@@ -278,7 +319,11 @@ pub struct Blob {
 
 /// An external S3 store when `S3_ENDPOINT` is set, else the embedded s3s-fs server under the
 /// data directory; none with `--no-blobs`.
-async fn blob_store(common: &CommonArgs, off: bool, b: Arc<dyn Broker>) -> anyhow::Result<Option<Blob>> {
+async fn blob_store(
+    common: &CommonArgs,
+    off: bool,
+    b: Arc<dyn Broker>,
+) -> anyhow::Result<Option<Blob>> {
     if off {
         return Ok(None);
     }
@@ -295,12 +340,24 @@ async fn blob_store(common: &CommonArgs, off: bool, b: Arc<dyn Broker>) -> anyho
     };
     let store = executor_blob::BlobStore::new(cfg)?;
     let liveness: Arc<dyn executor_blob::LivenessStore> = Arc::new(blobs::BrokerLiveness(b));
-    let service = Arc::new(executor_blob::BlobService::new(store.clone(), liveness.clone()));
-    Ok(Some(Blob { store, service, liveness, _embedded: embedded }))
+    let service = Arc::new(executor_blob::BlobService::new(
+        store.clone(),
+        liveness.clone(),
+    ));
+    Ok(Some(Blob {
+        store,
+        service,
+        liveness,
+        _embedded: embedded,
+    }))
 }
 
 fn absolute(p: &std::path::Path) -> anyhow::Result<std::path::PathBuf> {
-    Ok(if p.is_absolute() { p.to_path_buf() } else { std::env::current_dir()?.join(p) })
+    Ok(if p.is_absolute() {
+        p.to_path_buf()
+    } else {
+        std::env::current_dir()?.join(p)
+    })
 }
 
 fn start_worker(
@@ -316,15 +373,23 @@ fn start_worker(
         cfg.slots = n.max(1);
     }
     cfg.start_wait = std::time::Duration::from_millis(wa.start_wait_ms);
+    cfg.first_slot = wa.first_slot;
     cfg.state_dir = absolute(&common.data_dir)?.join("run");
     cfg.cgroup = match wa.cgroup.as_str() {
-        "v1" => executor_sandbox::CgroupConfig::V1 { root: "/sys/fs/cgroup".into() },
-        "v2" => executor_sandbox::CgroupConfig::V2 { root: "/sys/fs/cgroup".into() },
+        "v1" => executor_sandbox::CgroupConfig::V1 {
+            root: "/sys/fs/cgroup".into(),
+        },
+        "v2" => executor_sandbox::CgroupConfig::V2 {
+            root: "/sys/fs/cgroup".into(),
+        },
         _ => executor_sandbox::CgroupConfig::Auto,
     };
     let blobs = blob.map(|b| {
-        Arc::new(blobs::WorkerBlobs { service: b.service.clone(), store: b.store.clone(), tmp: cfg.state_dir.join("tmp") })
-            as Arc<dyn executor_worker::BlobAccess>
+        Arc::new(blobs::WorkerBlobs {
+            service: b.service.clone(),
+            store: b.store.clone(),
+            tmp: cfg.state_dir.join("tmp"),
+        }) as Arc<dyn executor_worker::BlobAccess>
     });
     executor_worker::Worker::new(cfg, broker, languages, publisher, blobs)
 }
