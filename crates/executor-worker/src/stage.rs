@@ -199,6 +199,7 @@ enum Stop {
 }
 
 /// Runs one stage to its end.
+#[allow(clippy::too_many_arguments)]
 pub async fn run(
     w: &Worker,
     job: &str,
