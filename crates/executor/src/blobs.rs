@@ -211,3 +211,66 @@ impl executor_worker::BlobAccess for WorkerBlobs {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    //! The liveness contract over both brokers (Redis real, fresh prefix).
+    use super::*;
+    use executor_broker::{MemoryBroker, RedisBroker};
+
+    async fn contract(b: Arc<dyn Broker>) {
+        let l = BrokerLiveness(b.clone());
+        let h = BlobHash::parse(&format!("sha256:{}", "c".repeat(64))).unwrap();
+        assert!(!l.is_live(&h).await.unwrap());
+        assert!(l.touch(&h, Duration::from_secs(60)).await.unwrap());
+        assert!(l.is_live(&h).await.unwrap());
+        assert!(
+            b.ttl(&keys::blob_meta(&h.to_string()))
+                .await
+                .unwrap()
+                .is_some(),
+            "liveness expires"
+        );
+        assert_eq!(l.index_members().await.unwrap(), vec![h.clone()]);
+        assert!(
+            !l.begin_sweep(&h, Duration::from_secs(60)).await.unwrap(),
+            "a live blob is not swept"
+        );
+        b.del(&keys::blob_meta(&h.to_string())).await.unwrap();
+        assert!(l.pin(&h, "job", Duration::from_secs(60)).await.unwrap());
+        assert!(
+            !l.begin_sweep(&h, Duration::from_secs(60)).await.unwrap(),
+            "a pinned blob is not swept"
+        );
+        l.unpin(&h, "job").await.unwrap();
+        assert!(l.begin_sweep(&h, Duration::from_secs(60)).await.unwrap());
+        assert!(
+            !l.touch(&h, Duration::from_secs(60)).await.unwrap(),
+            "a use during a sweep sees the blob missing"
+        );
+        assert!(!l.pin(&h, "job2", Duration::from_secs(60)).await.unwrap());
+        l.finish_sweep(&h).await.unwrap();
+        assert!(l.index_members().await.unwrap().is_empty());
+        assert!(
+            l.touch(&h, Duration::from_secs(60)).await.unwrap(),
+            "usable again after the sweep"
+        );
+    }
+
+    #[tokio::test]
+    async fn liveness_in_process() {
+        contract(Arc::new(MemoryBroker::new())).await;
+    }
+
+    #[tokio::test]
+    async fn liveness_redis() {
+        let url = std::env::var("REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:6379".into());
+        let prefix = format!("livetest:{}:", uuid::Uuid::new_v4());
+        contract(Arc::new(
+            RedisBroker::connect(&url, &prefix)
+                .await
+                .expect("Redis running"),
+        ))
+        .await;
+    }
+}

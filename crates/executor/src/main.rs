@@ -62,6 +62,22 @@ enum Command {
         #[command(flatten)]
         worker: WorkerArgs,
     },
+    /// Uploads a file to the blob store (check, PUT, finalize; skipped when present) and
+    /// prints its `sha256:` ref for a file's `ref` field.
+    Upload {
+        /// The file to upload.
+        file: std::path::PathBuf,
+        /// Base URL of the API.
+        #[arg(
+            long,
+            env = "EXECUTOR_API_URL",
+            default_value = "http://127.0.0.1:8080"
+        )]
+        api: String,
+        /// The API token.
+        #[arg(long, env = env::API_TOKEN, hide_env_values = true)]
+        token: String,
+    },
     /// Lists the languages the manifests directory offers on this host.
     Languages {
         #[command(flatten)]
@@ -119,6 +135,13 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                 blob.as_ref(),
             )?;
             w.run(shutdown_signal()).await;
+            Ok(())
+        }
+        Command::Upload { file, api, token } => {
+            let r = executor_blob::upload_file(&api, &token, &file)
+                .await
+                .with_context(|| format!("uploading {}", file.display()))?;
+            println!("{r}");
             Ok(())
         }
         Command::Languages { common } => {
