@@ -172,9 +172,13 @@ impl Worker {
         // Start handshake: the flag is authoritative; `start` messages wake us early.
         let deadline = tokio::time::Instant::now() + self.config.start_wait;
         while !self.jobs.started(id).await? && tokio::time::Instant::now() < deadline {
+            if self.is_stopping() {
+                return self.requeue(id).await;
+            }
             let wait = tokio::time::sleep(Duration::from_millis(250));
             tokio::select! {
                 _ = wait => {},
+                _ = self.stop.notified() => {},
                 _ = async { match &mut input.sub { Some(s) => { s.recv().await; }, None => std::future::pending().await } } => {},
             }
             input.poll(&self, id).await;
@@ -183,7 +187,13 @@ impl Worker {
                 return Ok(());
             }
         }
+        if self.is_stopping() {
+            return self.requeue(id).await;
+        }
         let _permit = self.run_permits.acquire().await?;
+        if self.is_stopping() {
+            return self.requeue(id).await;
+        }
         let mut slot = self.take_slot();
         let out = self
             .run_in_slot(&mut slot, id, &spec, &lang, &bodies, &mut input)

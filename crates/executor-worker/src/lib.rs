@@ -50,6 +50,8 @@ pub struct WorkerConfig {
     /// Size and inode cap of the workspace tmpfs.
     pub workspace_bytes: u64,
     pub workspace_inodes: u64,
+    /// On shutdown, how long running jobs may take to finish.
+    pub drain: Duration,
 }
 
 impl Default for WorkerConfig {
@@ -69,6 +71,7 @@ impl Default for WorkerConfig {
             max_chunk_bytes: 8 * 1024,
             workspace_bytes: 256 * 1024 * 1024,
             workspace_inodes: 16 * 1024,
+            drain: Duration::from_secs(60),
         }
     }
 }
@@ -104,6 +107,8 @@ pub struct Worker {
     slots: Mutex<Vec<Slot>>,
     run_permits: Semaphore,
     claim_permits: Arc<Semaphore>,
+    stopping: std::sync::atomic::AtomicBool,
+    stop: tokio::sync::Notify,
 }
 
 fn processing(id: &str) -> String {
@@ -134,6 +139,8 @@ impl Worker {
             id: uuid::Uuid::new_v4().to_string(),
             run_permits: Semaphore::new(config.slots),
             claim_permits: Arc::new(Semaphore::new(config.slots + config.max_waiting)),
+            stopping: std::sync::atomic::AtomicBool::new(false),
+            stop: tokio::sync::Notify::new(),
             config,
             jobs: JobStore::new(broker),
             languages,
@@ -177,8 +184,42 @@ impl Worker {
             _ = self.clone().claim_loop() => {},
             _ = shutdown => {},
         }
+        // Graceful stop: claim nothing more, hand jobs still waiting for their start back to
+        // the queue, let running ones finish (bounded by `drain`).
+        self.stopping
+            .store(true, std::sync::atomic::Ordering::SeqCst);
+        self.stop.notify_waiters();
+        let total = (self.config.slots + self.config.max_waiting) as u32;
+        let drained =
+            tokio::time::timeout(self.config.drain, self.claim_permits.acquire_many(total)).await;
         lease.abort();
         reaper.abort();
+        match drained {
+            Ok(_) => {
+                let _ = b.del(&alive(&self.id)).await;
+                let _ = b.srem(WORKERS, &self.id).await;
+                tracing::info!(worker = %self.id, "worker drained and stopped");
+            }
+            Err(_) => tracing::warn!(
+                worker = %self.id,
+                "jobs still running at shutdown; the reaper of another worker will end them"
+            ),
+        }
+    }
+
+    pub(crate) fn is_stopping(&self) -> bool {
+        self.stopping.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// Puts a claimed job that has not started back at the head of the queue.
+    pub(crate) async fn requeue(&self, id: &str) -> anyhow::Result<()> {
+        self.jobs.set_state(id, JobState::Queued, None).await?;
+        self.jobs
+            .broker
+            .lmove_value(&processing(&self.id), keys::QUEUE, id)
+            .await?;
+        tracing::info!(job = id, "worker stopping: job requeued");
+        Ok(())
     }
 
     async fn claim_loop(self: Arc<Self>) {

@@ -218,6 +218,13 @@ async fn serve(
         let sweeper = executor_blob::Sweeper::new(b.store.clone(), b.liveness.clone());
         tokio::spawn(sweeper.run(std::future::pending()));
     }
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    let stopped = move || {
+        let mut rx = stop_rx.clone();
+        async move {
+            let _ = rx.wait_for(|v| *v).await;
+        }
+    };
     let worker_task = match &worker {
         Some(wa) => {
             let w = start_worker(
@@ -228,7 +235,7 @@ async fn serve(
                 publisher.clone(),
                 blob.as_ref(),
             )?;
-            Some(tokio::spawn(w.run(std::future::pending())))
+            Some(tokio::spawn(w.run(stopped())))
         }
         None => None,
     };
@@ -264,12 +271,17 @@ async fn serve(
         );
     }
     let app = executor_api::router(state);
+    tokio::spawn(async move {
+        shutdown_signal().await;
+        let _ = stop_tx.send(true);
+    });
     axum::serve(listener, app)
-        .with_graceful_shutdown(shutdown_signal())
+        .with_graceful_shutdown(stopped())
         .await
         .context("HTTP server failed")?;
     if let Some(t) = worker_task {
-        t.abort();
+        // Running jobs finish (bounded); jobs waiting for their start go back to the queue.
+        let _ = t.await;
     }
     if let Some(srv) = push_server {
         srv.shutdown().await;

@@ -625,3 +625,57 @@ async fn pusher_js_receives_every_event_in_order() {
 fn hex(b: &[u8]) -> String {
     b.iter().map(|x| format!("{x:02x}")).collect()
 }
+
+/// SIGTERM: a running job finishes, a job waiting for its start goes back to the queue, and
+/// the process exits 0 — nothing accepted is lost.
+#[tokio::test(flavor = "multi_thread")]
+async fn graceful_shutdown_loses_no_job() {
+    let mut s = server().await;
+    let running = s
+        .submit(
+            "bash",
+            json!([{"name": "main.sh", "content": "sleep 1; echo finished"}]),
+            Value::Null,
+        )
+        .await;
+    s.wait_state(&running, |st| st == "running").await;
+    let (st, v) = s
+        .post(
+            "/v1/execute",
+            json!({"language": "bash", "files": [{"name": "main.sh", "content": "echo later"}]}),
+        )
+        .await;
+    assert_eq!(st, 202);
+    let waiting = v["jobId"].as_str().unwrap().to_owned();
+    s.wait_state(&waiting, |st| st == "starting").await;
+    let pid = s.child.id().to_string();
+    assert!(Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .unwrap()
+        .success());
+    let status = tokio::task::block_in_place(|| s.child.wait()).unwrap();
+    assert!(status.success(), "exit status {status:?}");
+    let get = |k: String| {
+        let out = Command::new("redis-cli")
+            .arg("-u")
+            .arg(redis_url())
+            .args(["GET", &k])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).trim().to_owned()
+    };
+    let st: Value =
+        serde_json::from_str(&get(format!("{}job:{running}:status", s.prefix))).unwrap();
+    assert_eq!(st["state"], "done");
+    let st: Value =
+        serde_json::from_str(&get(format!("{}job:{waiting}:status", s.prefix))).unwrap();
+    assert_eq!(st["state"], "queued");
+    let out = Command::new("redis-cli")
+        .arg("-u")
+        .arg(redis_url())
+        .args(["LRANGE", &format!("{}jobs:queue", s.prefix), "0", "-1"])
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), waiting);
+}
