@@ -291,7 +291,7 @@ pub async fn kill(State(state): Shared, Path(id): Path<String>) -> Result<Json<V
             if spec.collect_output {
                 state
                     .jobs
-                    .store_output(&id, &result, keys::OUTPUT_TTL)
+                    .store_output(&id, &result, state.config.output_ttl)
                     .await?;
             }
         }

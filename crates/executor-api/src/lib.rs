@@ -61,6 +61,8 @@ pub struct ApiConfig {
     pub stdin_frames_per_sec: u64,
     /// Stdin bytes accepted and not yet written to the program (spec: 64 KiB).
     pub stdin_pending_cap: u64,
+    /// How long a collected RunResult is kept (jobs killed while queued).
+    pub output_ttl: std::time::Duration,
 }
 
 impl ApiConfig {
@@ -73,6 +75,7 @@ impl ApiConfig {
             max_limits: executor_types::limits::builtin_maxima(),
             stdin_frames_per_sec: 30,
             stdin_pending_cap: 64 * 1024,
+            output_ttl: executor_types::keys::OUTPUT_TTL,
         }
     }
 }

@@ -2,7 +2,9 @@
 //!
 //! `cargo run -p executor-sandbox --release --example overhead [runs]` (as root). Runs are
 //! interleaved (bare, sandbox, bwrap, bare, ...) so machine noise hits all alike; the slot is
-//! reused across runs as the worker does. Prints median and minimum wall time per variant.
+//! reused across runs as the worker does. Prints median and minimum wall time per variant,
+//! and once, the cold costs: `Slot::new` (on v1 this includes moving the slot's spawner thread
+//! into the slot cgroups) and the first spawn of a fresh slot.
 
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -116,11 +118,20 @@ fn main() {
             cfg.require_controllers = false;
         }
     }
+    let t = Instant::now();
     let mut slot = Slot::new(cfg).expect("Slot::new");
+    let slot_new = t.elapsed();
     let ws = slot
         .prepare_workspace(64 << 20, 10_000)
         .expect("workspace")
         .to_owned();
+    let first = sandbox(&slot, &["true"]);
+    println!(
+        "cold: Slot::new {:.2} ms, first spawn of `true` {:.2} ms ({} cgroups)",
+        slot_new.as_secs_f64() * 1000.0,
+        first.as_secs_f64() * 1000.0,
+        if slot.cgroup_v2() { "v2" } else { "v1" }
+    );
     let bw_ws = std::env::temp_dir().join("executor-bench-bwrap");
     std::fs::create_dir_all(&bw_ws).unwrap();
     let bw_ws = bw_ws.to_str().unwrap().to_owned();

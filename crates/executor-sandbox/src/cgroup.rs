@@ -67,10 +67,18 @@ fn mkdir(path: &Path) -> Result<(), SandboxError> {
     }
 }
 
-/// The pids listed in a `cgroup.procs` file.
+/// The pids listed in a `cgroup.procs` file, except our own: on v1 the slot's spawner thread
+/// puts the worker's pid into that list (see `spawner`), and the worker is never a sandbox
+/// process to kill or wait for.
 fn procs(dir: &Path) -> Vec<i32> {
+    let me = std::process::id() as i32;
     fs::read_to_string(dir.join("cgroup.procs"))
-        .map(|s| s.lines().filter_map(|l| l.trim().parse().ok()).collect())
+        .map(|s| {
+            s.lines()
+                .filter_map(|l| l.trim().parse().ok())
+                .filter(|&pid| pid != me)
+                .collect()
+        })
         .unwrap_or_default()
 }
 
@@ -206,10 +214,33 @@ impl Cgroup {
         }
     }
 
-    /// Writes the stage's memory and pids limits. The sandbox init counts as one pid.
-    pub(crate) fn apply_limits(&self, limits: &StageLimits) -> Result<(), SandboxError> {
+    /// v1: the `tasks` files of the slot's hierarchies (a thread writing `0` there moves
+    /// itself in); empty on v2.
+    pub(crate) fn tasks_files(&self) -> Vec<PathBuf> {
+        match self {
+            Cgroup::V1 {
+                memory,
+                pids,
+                cpuacct,
+                ..
+            } => [memory, pids, cpuacct]
+                .into_iter()
+                .flatten()
+                .map(|d| d.join("tasks"))
+                .collect(),
+            Cgroup::V2 { .. } => Vec::new(),
+        }
+    }
+
+    /// Writes the stage's memory and pids limits. The sandbox init counts as one pid, and
+    /// `resident_tasks` (the v1 spawner thread) are counted too.
+    pub(crate) fn apply_limits(
+        &self,
+        limits: &StageLimits,
+        resident_tasks: u64,
+    ) -> Result<(), SandboxError> {
         let mem = (limits.memory_mb.max(1) << 20).to_string();
-        let pids = (limits.pids + 1).to_string();
+        let pids = (limits.pids + 1 + resident_tasks).to_string();
         match self {
             Cgroup::V1 {
                 memory,
@@ -402,21 +433,26 @@ impl Cgroup {
         }
     }
 
-    /// Removes the slot cgroup directories (the shared parent stays).
+    /// Removes the slot cgroup directories (the shared parent stays). Retries `EBUSY` for a
+    /// moment: a thread that just exited (the v1 spawner) leaves the cgroup a little later.
     pub(crate) fn remove(&self) {
-        match self {
+        let dirs: Vec<&PathBuf> = match self {
             Cgroup::V1 {
                 memory,
                 pids,
                 cpuacct,
                 ..
-            } => {
-                for dir in [memory, pids, cpuacct].into_iter().flatten() {
-                    let _ = fs::remove_dir(dir);
+            } => [memory, pids, cpuacct].into_iter().flatten().collect(),
+            Cgroup::V2 { dir, .. } => vec![dir],
+        };
+        for dir in dirs {
+            let start = Instant::now();
+            while let Err(e) = fs::remove_dir(dir) {
+                if e.raw_os_error() != Some(libc::EBUSY) || start.elapsed() > Duration::from_secs(1)
+                {
+                    break;
                 }
-            }
-            Cgroup::V2 { dir, .. } => {
-                let _ = fs::remove_dir(dir);
+                std::thread::sleep(Duration::from_millis(1));
             }
         }
     }

@@ -2,17 +2,20 @@
 //! capabilities and seccomp. The only crate of the workspace with `unsafe`, confined to the
 //! `sys` module (system call wrappers and the code between clone3 and execve).
 //!
-//! Why a launcher of our own rather than bwrap/nsjail: one clone3 into every namespace (and
-//! straight into the slot cgroup on v2), no helper process to exec, slots created once and
-//! reused, and outcomes (OOM, pids limit, CPU) read from the slot's cgroup counters.
+//! Why a launcher of our own rather than bwrap/nsjail: one clone3 into every namespace,
+//! born straight into the slot cgroup (v2: `CLONE_INTO_CGROUP`; v1: made by the slot's
+//! spawner thread, which lives in the slot cgroups and holds the slot's empty network
+//! namespace, see `README.md`), no helper process to exec, slots created once and reused, and
+//! outcomes (OOM, pids limit, CPU) read from the slot's cgroup counters.
 //!
 //! # Model
 //!
 //! A [`Slot`] is created once per worker slot; it owns a cgroup (v1: one per hierarchy,
 //! v2: one directory) and a workspace mount point. Per job: [`Slot::prepare_workspace`]
-//! mounts a fresh tmpfs, [`Slot::write_file`] puts the sources in, [`Slot::spawn`] runs a
+//! mounts a fresh tmpfs, [`Slot::write_file`] (or [`Slot::create_file`] to stream) puts the
+//! sources in, [`Slot::spawn`] runs a
 //! stage and [`Child::wait`] reports its [`Outcome`]; [`Slot::list_files`] /
-//! [`Slot::read_file`] collect artifacts; [`Slot::cleanup`] kills leftovers and unmounts.
+//! [`Slot::read_file`] / [`Slot::open_file`] collect artifacts; [`Slot::cleanup`] kills leftovers and unmounts.
 //!
 //! Each stage runs in new user, pid, mount, network, ipc, uts and cgroup namespaces as uid
 //! and gid [`SANDBOX_UID`] (mapped to [`SlotConfig::host_uid`], never host root), with no
@@ -75,6 +78,7 @@ mod error;
 mod image;
 pub mod seccomp;
 mod slot;
+mod spawner;
 mod sys;
 mod workspace;
 

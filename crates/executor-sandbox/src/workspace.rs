@@ -139,9 +139,44 @@ pub(crate) fn write_file(
         .map_err(|e| SandboxError::io("write", &path, e))
 }
 
-/// Reads the regular file `rel`, at most `max_bytes` long; links, FIFOs, devices and
-/// directories are refused without being followed or read.
-pub(crate) fn read_file(root: &Path, rel: &str, max_bytes: u64) -> Result<Vec<u8>, SandboxError> {
+/// Creates the new file `rel` (parents created, owned by `uid`) and returns it open for
+/// writing. `O_CREAT | O_EXCL | O_NOFOLLOW`: an existing entry of any kind (file, symlink,
+/// FIFO) is refused, so nothing the program planted is followed, truncated or opened.
+pub(crate) fn create_file(
+    root: &Path,
+    rel: &str,
+    mode: u32,
+    uid: u32,
+) -> Result<File, SandboxError> {
+    let comps = components(rel)?;
+    let (name, dirs) = comps.split_last().expect("components is never empty");
+    let dir = open_dirs(root, dirs, Some(uid))?;
+    let path = root.join(rel);
+    let fd = sys::openat2(
+        dir.as_raw_fd(),
+        name,
+        libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW | libc::O_NOCTTY,
+        mode & 0o777,
+        RESOLVE,
+    )
+    .map_err(|e| SandboxError::io("create new file (no links followed)", &path, e))?;
+    let file = File::from(fd);
+    let meta = file
+        .metadata()
+        .map_err(|e| SandboxError::io("fstat", &path, e))?;
+    if !meta.is_file() {
+        return Err(SandboxError::NotRegular(rel.to_string()));
+    }
+    fchown(&file, Some(uid), Some(uid)).map_err(|e| SandboxError::io("chown", &path, e))?;
+    // The umask applied at creation; the mode is meant literally (no setuid/setgid/sticky).
+    file.set_permissions(std::fs::Permissions::from_mode(mode & 0o777))
+        .map_err(|e| SandboxError::io("chmod", &path, e))?;
+    Ok(file)
+}
+
+/// Opens the regular file `rel` for reading and returns it with its size at open time;
+/// links, FIFOs, devices and directories are refused without being followed or blocked on.
+pub(crate) fn open_file(root: &Path, rel: &str) -> Result<(File, u64), SandboxError> {
     let comps = components(rel)?;
     let (name, dirs) = comps.split_last().expect("components is never empty");
     let dir = open_dirs(root, dirs, None)?;
@@ -164,14 +199,22 @@ pub(crate) fn read_file(root: &Path, rel: &str, max_bytes: u64) -> Result<Vec<u8
     if !meta.is_file() {
         return Err(SandboxError::NotRegular(rel.to_string()));
     }
-    if meta.len() > max_bytes {
+    Ok((file, meta.len()))
+}
+
+/// Reads the regular file `rel`, at most `max_bytes` long; links, FIFOs, devices and
+/// directories are refused without being followed or read.
+pub(crate) fn read_file(root: &Path, rel: &str, max_bytes: u64) -> Result<Vec<u8>, SandboxError> {
+    let (file, size) = open_file(root, rel)?;
+    let path = root.join(rel);
+    if size > max_bytes {
         return Err(SandboxError::TooLarge {
             path: rel.to_string(),
-            size: meta.len(),
+            size,
             max: max_bytes,
         });
     }
-    let mut data = Vec::with_capacity(meta.len() as usize);
+    let mut data = Vec::with_capacity(size as usize);
     // The file may grow while we read (a leftover writer): never read more than the cap.
     file.take(max_bytes + 1)
         .read_to_end(&mut data)

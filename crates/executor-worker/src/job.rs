@@ -67,7 +67,7 @@ async fn finish(
         tracing::warn!(job = id, error = %e, "publishing the result failed; it is still stored");
     }
     if collect {
-        if let Err(e) = w.jobs.store_output(id, result, keys::OUTPUT_TTL).await {
+        if let Err(e) = w.jobs.store_output(id, result, w.config.output_ttl).await {
             tracing::error!(job = id, error = %e, "storing the output failed");
         }
     }

@@ -52,6 +52,8 @@ pub struct WorkerConfig {
     pub workspace_inodes: u64,
     /// On shutdown, how long running jobs may take to finish.
     pub drain: Duration,
+    /// How long a collected RunResult is kept.
+    pub output_ttl: Duration,
 }
 
 impl Default for WorkerConfig {
@@ -72,6 +74,7 @@ impl Default for WorkerConfig {
             workspace_bytes: 256 * 1024 * 1024,
             workspace_inodes: 16 * 1024,
             drain: Duration::from_secs(60),
+            output_ttl: keys::OUTPUT_TTL,
         }
     }
 }

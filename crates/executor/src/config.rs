@@ -19,6 +19,9 @@ pub struct CommonArgs {
     /// Use Redis instead of the in-process broker.
     #[arg(long = "redis-url", env = env::REDIS_URL)]
     pub redis_url: Option<String>,
+    /// How long collected output (RunResult) is kept, in seconds.
+    #[arg(long, env = env::OUTPUT_TTL_SECS, default_value_t = 24 * 3600)]
+    pub output_ttl_secs: u64,
     /// Prefix for every Redis key and channel (empty: the spec's names).
     #[arg(long = "redis-prefix", env = env::REDIS_PREFIX, default_value = "")]
     pub redis_prefix: String,

@@ -29,4 +29,5 @@ pub const PUSHER_USE_TLS: &str = "PUSHER_USE_TLS";
 pub const WORKER_SLOTS: &str = "EXECUTOR_WORKER_SLOTS";
 pub const START_WAIT_MS: &str = "EXECUTOR_START_WAIT_MS";
 pub const CGROUP: &str = "EXECUTOR_CGROUP";
+pub const OUTPUT_TTL_SECS: &str = "EXECUTOR_OUTPUT_TTL_SECS";
 pub const FIRST_SLOT: &str = "EXECUTOR_FIRST_SLOT";

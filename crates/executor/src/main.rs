@@ -197,6 +197,7 @@ async fn serve(
     config.max_queue_depth = api.max_queue_depth;
     config.enable_channel_auth = api.enable_channel_auth;
     config.max_limits = api.max_limits();
+    config.output_ttl = std::time::Duration::from_secs(common.output_ttl_secs.max(1));
     let (key, secret) = (creds.key.clone(), creds.secret.clone());
     let signer: executor_api::ChannelSigner = Arc::new(move |socket_id: &str, channel: &str| {
         executor_push::channel_auth(&key, &secret, socket_id, channel)
@@ -409,6 +410,7 @@ fn start_worker(
     }
     cfg.start_wait = std::time::Duration::from_millis(wa.start_wait_ms);
     cfg.first_slot = wa.first_slot;
+    cfg.output_ttl = std::time::Duration::from_secs(common.output_ttl_secs.max(1));
     cfg.state_dir = absolute(&common.data_dir)?.join("run");
     cfg.cgroup = match wa.cgroup.as_str() {
         "v1" => executor_sandbox::CgroupConfig::V1 {

@@ -152,6 +152,12 @@ pub(crate) struct ChildPlan {
     pub wipe: [(usize, usize); 2],
 }
 
+// SAFETY: the only non-Send fields are `argv` and `env`, raw pointers into the heap buffers
+// of `_argv` and `_env`, which the plan owns and which do not move when the plan moves. The
+// plan is handed whole to the slot's spawner thread (cgroup v1) and back; nothing aliases it
+// meanwhile, and the pointers are only dereferenced by the kernel (execve) in the child.
+unsafe impl Send for ChildPlan {}
+
 // Wraps raw syscalls used below so each unsafe block stays small and commented.
 
 fn errno() -> i32 {

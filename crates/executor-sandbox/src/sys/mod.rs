@@ -193,6 +193,19 @@ pub(crate) fn decode_wait_status(status: i32) -> Exit {
     }
 }
 
+/// unshare(2) for the calling thread (e.g. `CLONE_NEWNET`, which a thread of a
+/// multi-threaded process may unshare for itself alone).
+pub(crate) fn unshare(flags: libc::c_int) -> io::Result<()> {
+    // SAFETY: plain system call with a scalar argument.
+    cvt_int(unsafe { libc::unshare(flags) }).map(drop)
+}
+
+/// The calling thread's id.
+pub(crate) fn gettid() -> libc::pid_t {
+    // SAFETY: gettid has no arguments and cannot fail.
+    unsafe { libc::gettid() }
+}
+
 pub(crate) fn kill(pid: libc::pid_t, sig: libc::c_int) -> io::Result<()> {
     // SAFETY: plain system call.
     cvt_int(unsafe { libc::kill(pid, sig) }).map(drop)

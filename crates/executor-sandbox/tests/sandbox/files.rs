@@ -105,3 +105,105 @@ fn write_helper_refuses_escapes_and_planted_links() {
         r.stderr
     );
 }
+
+#[test]
+fn create_file_streams_in_and_refuses_planted_entries() {
+    use std::io::Write;
+    use std::os::unix::fs::MetadataExt;
+    let slot = slot();
+    let r = run(
+        &slot,
+        &sh(
+            "ln -s /tmp/x planted-link && ln -s /etc link-dir && mkfifo planted-fifo && \
+             echo old > existing && mkdir dir",
+        ),
+    );
+    assert_eq!(r.outcome.exit_code, Some(0), "{}", r.stderr);
+    for bad in [
+        "planted-link", // a dangling symlink: O_EXCL, nothing created at its target
+        "planted-fifo", // would block an O_WRONLY open
+        "existing",     // never truncated
+        "dir",
+        "link-dir/escape",
+        "../escape",
+        "a/../../escape",
+        "/etc/escape",
+        "",
+    ] {
+        assert!(slot.create_file(bad, 0o644).is_err(), "{bad:?} was created");
+    }
+    assert!(!std::path::Path::new("/escape").exists());
+    assert!(!std::path::Path::new("/etc/escape").exists());
+    assert_eq!(slot.read_file("existing", 100).unwrap(), b"old\n");
+
+    // Streamed in chunks (never whole in memory), setuid bits dropped, owned by the sandbox.
+    let mut f = slot.create_file("blobs/deep/input.bin", 0o4755).unwrap();
+    let chunk = vec![b'z'; 1 << 20];
+    for _ in 0..8 {
+        f.write_all(&chunk).unwrap();
+    }
+    drop(f);
+    let meta = std::fs::metadata(slot.workspace().join("blobs/deep/input.bin")).unwrap();
+    assert_eq!(meta.uid(), slot.config().host_uid);
+    assert_eq!(meta.mode() & 0o7777, 0o755);
+    assert!(slot.create_file("blobs/deep/input.bin", 0o644).is_err());
+    let r = run(
+        &slot,
+        &sh(
+            "stat -c '%u %a' blobs && stat -c '%u %a %s' blobs/deep/input.bin && \
+             echo more >> blobs/deep/input.bin",
+        ),
+    );
+    assert_eq!(r.stdout, "1000 755\n1000 755 8388608\n", "{}", r.stderr);
+    assert_eq!(r.outcome.exit_code, Some(0));
+}
+
+#[test]
+fn open_file_streams_out_regular_files_only() {
+    use std::io::Read;
+    let slot = slot();
+    let r = run(
+        &slot,
+        &sh(
+            "mkdir -p artifacts && head -c 3000000 /dev/zero > artifacts/big && \
+             ln -s /etc/passwd artifacts/link && ln -s /etc artifacts/etc && \
+             mkfifo artifacts/fifo && ln -s .. artifacts/up",
+        ),
+    );
+    assert_eq!(r.outcome.exit_code, Some(0), "{}", r.stderr);
+    let (f, size) = slot.open_file("artifacts/big").unwrap();
+    assert_eq!(size, 3_000_000);
+    let mut n = 0u64;
+    let mut buf = [0u8; 65536];
+    let mut f = f.take(size);
+    loop {
+        let k = f.read(&mut buf).unwrap();
+        if k == 0 {
+            break;
+        }
+        assert!(buf[..k].iter().all(|&b| b == 0));
+        n += k as u64;
+    }
+    assert_eq!(n, size);
+    // A FIFO nobody writes to must not block us; links are not followed.
+    for bad in [
+        "artifacts/fifo",
+        "artifacts/link",
+        "artifacts/etc",
+        "artifacts",
+    ] {
+        assert!(
+            matches!(slot.open_file(bad), Err(SandboxError::NotRegular(_))),
+            "{bad} was opened"
+        );
+    }
+    for bad in [
+        "artifacts/etc/passwd",
+        "artifacts/up/artifacts/big",
+        "../etc/passwd",
+        "/etc/passwd",
+        "artifacts/../artifacts/big",
+    ] {
+        assert!(slot.open_file(bad).is_err(), "{bad} was opened");
+    }
+}

@@ -4,5 +4,6 @@ mod basic;
 mod common;
 mod containment;
 mod files;
+mod spawner;
 mod syscalls;
 mod v2;

@@ -74,6 +74,7 @@ async fn server() -> Server {
             "3000",
         ])
         .env("EXECUTOR_API_TOKEN", TOKEN)
+        .env("EXECUTOR_OUTPUT_TTL_SECS", "4")
         .env("ENABLE_CHANNEL_AUTH", "true")
         .env("PUSHER_APP_ID", "e2e")
         .env("PUSHER_APP_KEY", "e2ekey")
@@ -199,6 +200,9 @@ async fn hello_errors_and_exit_codes() {
         .await;
     assert_eq!(st, "done");
     assert_eq!(r["stdout"], "hello, world\n");
+    let expiring = s
+        .submit("python", json!([{"name": "main.py", "content": "print(1)"}]), Value::Null)
+        .await;
     assert_eq!(r["exitCode"], 0);
     assert_eq!(r["signal"], Value::Null);
     assert!(r.get("compile").is_none(), "no compile step for python");
@@ -264,6 +268,13 @@ async fn hello_errors_and_exit_codes() {
         (r["exitCode"].clone(), r["signal"].clone()),
         (Value::Null, json!("SIGSEGV"))
     );
+    // collected output expires (EXECUTOR_OUTPUT_TTL_SECS=4 here; 24 h by default)
+    let (code, _) = s.get(&format!("/v1/jobs/{expiring}/output")).await;
+    assert_eq!(code, 200);
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    let (code, v) = s.get(&format!("/v1/jobs/{expiring}/output")).await;
+    assert_eq!(code, 404, "{v}");
+    assert!(v["error"].as_str().unwrap().contains("expired"), "{v}");
 }
 
 #[tokio::test(flavor = "multi_thread")]
