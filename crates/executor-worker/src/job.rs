@@ -232,7 +232,7 @@ impl Worker {
                     tokio::task::block_in_place(|| slot.write_file(&f.name, bytes, 0o644))
                         .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", f.name.as_str()))?
                 }
-                FileBody::Ref(hex) => self.fetch_ref(slot, id, &f.name, hex).await?,
+                FileBody::Ref(hex) => self.fetch_ref(slot, &f.name, hex).await?,
             }
         }
         let _ = tokio::task::block_in_place(|| slot.create_dir("artifacts"));
@@ -304,10 +304,12 @@ impl Worker {
         Ok((result, state))
     }
 
+    /// Streams a blob straight into its workspace file. The bytes are verified while they
+    /// flow; on a mismatch the job ends `error` before any program runs, so unverified bytes
+    /// never reach one. Memory use is one buffer, whatever the blob's size.
     async fn fetch_ref(
         &self,
         slot: &executor_sandbox::Slot,
-        id: &str,
         name: &str,
         hex: &str,
     ) -> anyhow::Result<()> {
@@ -316,26 +318,14 @@ impl Worker {
                 "file {name} refers to blob sha256:{hex} but no blob store is configured"
             );
         };
-        let tmp = self
-            .config
-            .state_dir
-            .join("fetch")
-            .join(format!("{id}-{hex}"));
-        tokio::fs::create_dir_all(tmp.parent().unwrap()).await?;
-        let mut f = tokio::fs::File::create(&tmp).await?;
-        let max = self.config.workspace_bytes;
-        let r = blobs.fetch(hex, &mut f, max).await;
-        drop(f);
-        let r = match r {
-            Ok(_) => tokio::task::block_in_place(|| {
-                let bytes = std::fs::read(&tmp)?;
-                slot.write_file(name, &bytes, 0o644)
-                    .map_err(|e| anyhow::anyhow!("cannot write {name}: {e}"))
-            }),
-            Err(e) => Err(anyhow::anyhow!("blob sha256:{hex} for {name}: {e}")),
-        };
-        let _ = tokio::fs::remove_file(&tmp).await;
-        r
+        let file = tokio::task::block_in_place(|| slot.create_file(name, 0o644))
+            .map_err(|e| anyhow::anyhow!("cannot create {name}: {e}"))?;
+        let mut dest = tokio::fs::File::from_std(file);
+        blobs
+            .fetch(hex, &mut dest, self.config.workspace_bytes)
+            .await
+            .map_err(|e| anyhow::anyhow!("blob sha256:{hex} for {name}: {e}"))?;
+        Ok(())
     }
 
     async fn collect_artifacts(
@@ -366,13 +356,15 @@ impl Worker {
                 continue;
             }
             let rel = format!("artifacts/{}", f.path);
-            let Ok(bytes) =
-                tokio::task::block_in_place(|| slot.read_file(&rel, limits.max_artifact_bytes))
-            else {
+            let Ok((file, size)) = tokio::task::block_in_place(|| slot.open_file(&rel)) else {
                 result.artifacts_truncated = true;
                 continue;
             };
-            match blobs.upload_artifact(id, &f.path, bytes).await {
+            if size > limits.max_artifact_bytes {
+                result.artifacts_truncated = true;
+                continue;
+            }
+            match blobs.upload_artifact(id, &f.path, file, size).await {
                 Ok(a) => {
                     em.event("artifact", serde_json::to_value(&a).unwrap_or_default())
                         .await;

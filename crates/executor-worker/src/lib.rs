@@ -89,12 +89,14 @@ pub trait BlobAccess: Send + Sync {
         dest: &mut tokio::fs::File,
         max_bytes: u64,
     ) -> Result<u64, String>;
-    /// Uploads an artifact and returns it with a signed download URL.
+    /// Uploads an artifact (streamed from `file`, `bytes` long) and returns it with a signed
+    /// download URL.
     async fn upload_artifact(
         &self,
         job_id: &str,
         name: &str,
-        bytes: Vec<u8>,
+        file: std::fs::File,
+        bytes: u64,
     ) -> Result<Artifact, String>;
 }
 

@@ -378,14 +378,19 @@ pub async fn run(
         Some(Stop::Client) => res.killed_by_client = true,
         None => {}
     }
-    if outcome.oom_killed && res.limit.is_none() {
+    // The cgroup's own counters explain a death better than the timer that fired after it:
+    // an OOM kill is `memory`; a program that hit the pids cap (and then, typically, spun
+    // retrying forks until a timer fired) is `pids`. `timedOut`/`idleTimedOut` stay true.
+    if outcome.oom_killed && !matches!(res.limit, Some(LimitKind::Output)) {
         res.limit = Some(LimitKind::Memory);
-        res.signal = Some("SIGKILL".into());
-        res.exit_code = None;
+        if !res.killed_by_client {
+            res.signal = Some("SIGKILL".into());
+            res.exit_code = None;
+        }
+    } else if outcome.pids_limit_hit && !matches!(res.limit, Some(LimitKind::Output)) {
+        res.limit = Some(LimitKind::Pids);
     } else if outcome.signal == Some(libc::SIGXCPU) && res.limit.is_none() {
         res.limit = Some(LimitKind::Cpu);
-    } else if outcome.pids_limit_hit && res.limit.is_none() {
-        res.limit = Some(LimitKind::Pids);
     }
     Ok(res)
 }

@@ -161,7 +161,6 @@ impl executor_api::BlobService for ApiBlobs {
 pub struct WorkerBlobs {
     pub service: Arc<BlobService>,
     pub store: BlobStore,
-    pub tmp: std::path::PathBuf,
 }
 
 #[async_trait]
@@ -183,26 +182,18 @@ impl executor_worker::BlobAccess for WorkerBlobs {
         &self,
         job_id: &str,
         name: &str,
-        bytes: Vec<u8>,
+        file: std::fs::File,
+        bytes: u64,
     ) -> Result<Artifact, String> {
-        let mime =
-            executor_blob::guess_mime(name, &bytes[..bytes.len().min(executor_blob::SNIFF_LEN)]);
-        let path = self.tmp.join(format!("artifact-{}", uuid::Uuid::new_v4()));
-        tokio::fs::create_dir_all(&self.tmp)
-            .await
-            .map_err(|e| e.to_string())?;
-        tokio::fs::write(&path, &bytes)
-            .await
-            .map_err(|e| e.to_string())?;
-        let file = tokio::fs::File::open(&path)
-            .await
-            .map_err(|e| e.to_string())?;
-        let r = self
+        use std::os::unix::fs::FileExt;
+        let mut head = vec![0u8; executor_blob::SNIFF_LEN.min(bytes as usize)];
+        let n = file.read_at(&mut head, 0).map_err(|e| e.to_string())?;
+        let mime = executor_blob::guess_mime(name, &head[..n]);
+        let a = self
             .store
-            .upload_artifact(job_id, name, file, bytes.len() as u64, &mime)
-            .await;
-        let _ = tokio::fs::remove_file(&path).await;
-        let a = r.map_err(|e| e.to_string())?;
+            .upload_artifact(job_id, name, tokio::fs::File::from_std(file), bytes, &mime)
+            .await
+            .map_err(|e| e.to_string())?;
         Ok(Artifact {
             name: a.name,
             mime_type: a.mime_type,

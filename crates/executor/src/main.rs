@@ -425,7 +425,6 @@ fn start_worker(
         Arc::new(blobs::WorkerBlobs {
             service: b.service.clone(),
             store: b.store.clone(),
-            tmp: cfg.state_dir.join("tmp"),
         }) as Arc<dyn executor_worker::BlobAccess>
     });
     executor_worker::Worker::new(cfg, broker, languages, publisher, blobs)

@@ -201,7 +201,11 @@ async fn hello_errors_and_exit_codes() {
     assert_eq!(st, "done");
     assert_eq!(r["stdout"], "hello, world\n");
     let expiring = s
-        .submit("python", json!([{"name": "main.py", "content": "print(1)"}]), Value::Null)
+        .submit(
+            "python",
+            json!([{"name": "main.py", "content": "print(1)"}]),
+            Value::Null,
+        )
         .await;
     assert_eq!(r["exitCode"], 0);
     assert_eq!(r["signal"], Value::Null);
@@ -689,4 +693,54 @@ async fn graceful_shutdown_loses_no_job() {
         .output()
         .unwrap();
     assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), waiting);
+}
+
+fn vm_hwm_kb(pid: u32) -> u64 {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    s.lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches(" kB").trim().parse().ok())
+        .unwrap()
+}
+
+/// A large blob flows from the store into the workspace without the server holding it in memory.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_large_blob_is_streamed_into_the_workspace() {
+    let s = server().await;
+    let data: Vec<u8> = (0..96u32 * 1024 * 1024).map(|i| (i % 251) as u8).collect();
+    let digest = sha2::Sha256::digest(&data);
+    let hash = format!("sha256:{}", hex(&digest));
+    let (_, v) = s.post("/v1/blobs/check", json!({"hashes": [hash]})).await;
+    let url = v["missing"][0]["uploadUrl"].as_str().unwrap().to_owned();
+    let checksum = base64::engine::general_purpose::STANDARD.encode(digest);
+    let put = s
+        .http
+        .put(url)
+        .header("x-amz-checksum-sha256", checksum)
+        .body(data)
+        .send()
+        .await
+        .unwrap();
+    assert!(put.status().is_success());
+    s.post("/v1/blobs/finalize", json!({"hashes": [hash]}))
+        .await;
+    let before = vm_hwm_kb(s.child.id());
+    let id = s
+        .submit(
+            "bash",
+            json!([{"name": "main.sh", "content": "wc -c < big.bin; sha256sum big.bin | cut -c1-16"}, {"name": "big.bin", "ref": hash}]),
+            json!({"memoryMb": 64}),
+        )
+        .await;
+    let (state, r) = s.result(&id).await;
+    assert_eq!(state, "done", "{r}");
+    assert_eq!(
+        r["stdout"],
+        format!("{}\n{}\n", 96 * 1024 * 1024, &hash[7..23])
+    );
+    let growth_mb = (vm_hwm_kb(s.child.id()).saturating_sub(before)) / 1024;
+    assert!(
+        growth_mb < 32,
+        "the server's peak memory grew by {growth_mb} MiB for a 96 MiB blob"
+    );
 }
