@@ -208,7 +208,7 @@ async fn the_reaper_requeues_unstarted_jobs_and_ends_running_ones() {
     assert_eq!(e.worker.reap_once().await.unwrap(), 2);
     assert_eq!(
         e.broker.lrange(keys::QUEUE, 0, -1).await.unwrap(),
-        [waiting.clone()]
+        std::slice::from_ref(&waiting)
     );
     assert_eq!(
         store.status(&waiting).await.unwrap().unwrap().state,
