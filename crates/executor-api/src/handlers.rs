@@ -11,8 +11,7 @@ use axum::Json;
 use bytes::Bytes;
 use executor_broker::jobs::InputEntry;
 use executor_types::{
-    files, keys, now_ms, ExecuteRequest, ExecuteResponse, JobSpec, JobState, JobStatus,
-    ResultEvent, RunResult,
+    files, keys, now_ms, ExecuteRequest, ExecuteResponse, JobSpec, JobState, JobStatus, RunResult,
 };
 use serde_json::{json, Value};
 
@@ -272,21 +271,7 @@ pub async fn kill(State(state): Shared, Path(id): Path<String>) -> Result<Json<V
                 Some("killed before it started".into()),
             )
             .await?;
-        let result = RunResult {
-            exit_code: None,
-            signal: Some("SIGKILL".into()),
-            timed_out: false,
-            idle_timed_out: false,
-            truncated: false,
-            duration_ms: 0,
-            stdout: String::new(),
-            stderr: String::new(),
-            compile: None,
-            artifacts: vec![],
-            artifacts_truncated: false,
-            limit_exceeded: None,
-            error: None,
-        };
+        let result = RunResult::killed();
         if let Some(spec) = state.jobs.spec(&id).await? {
             if spec.collect_output {
                 state
@@ -296,17 +281,7 @@ pub async fn kill(State(state): Shared, Path(id): Path<String>) -> Result<Json<V
             }
         }
         if let Some(ev) = &state.events {
-            let r = ResultEvent {
-                exit_code: None,
-                signal: Some("SIGKILL".into()),
-                timed_out: false,
-                idle_timed_out: false,
-                truncated: false,
-                duration_ms: 0,
-                limit_exceeded: None,
-                error: None,
-            };
-            let data = serde_json::to_value(r).unwrap_or_default();
+            let data = serde_json::to_value(result.event()).unwrap_or_default();
             ev.publish(&keys::channel(&id), "result", data.clone())
                 .await;
             ev.publish(&keys::cache_channel(&id), "result", data).await;
@@ -363,38 +338,51 @@ fn check_hashes(hashes: &[String]) -> Result<(), ApiError> {
     }
 }
 
+/// The blob routes: 501 without a store, then the body and every hash checked (400).
+async fn blob_request<T: serde::de::DeserializeOwned>(
+    state: &AppState,
+    ty: &str,
+    body: Result<Bytes, BytesRejection>,
+    hashes: impl FnOnce(&T) -> &[String],
+) -> Result<(Arc<dyn crate::BlobService>, T), ApiError> {
+    let Some(blobs) = state.blobs.clone() else {
+        return Err(blobs_off());
+    };
+    let req: T = validate(state, ty, parse_json(body)?)?;
+    check_hashes(hashes(&req))?;
+    Ok((blobs, req))
+}
+
+fn store_down(e: anyhow::Error) -> ApiError {
+    ApiError::internal("the blob store is unavailable", e)
+}
+
 pub async fn blob_check(
     State(state): Shared,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Response, ApiError> {
-    let Some(blobs) = state.blobs.clone() else {
-        return Err(blobs_off());
-    };
-    let req: executor_types::BlobCheckRequest =
-        validate(&state, "BlobCheckRequest", parse_json(body)?)?;
-    check_hashes(&req.hashes)?;
-    let r = blobs
-        .check(req.hashes)
-        .await
-        .map_err(|e| ApiError::internal("the blob store is unavailable", e))?;
-    Ok(Json(r).into_response())
+    let (blobs, req) = blob_request(
+        &state,
+        "BlobCheckRequest",
+        body,
+        |r: &executor_types::BlobCheckRequest| &r.hashes,
+    )
+    .await?;
+    Ok(Json(blobs.check(req.hashes).await.map_err(store_down)?).into_response())
 }
 
 pub async fn blob_finalize(
     State(state): Shared,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Response, ApiError> {
-    let Some(blobs) = state.blobs.clone() else {
-        return Err(blobs_off());
-    };
-    let req: executor_types::BlobFinalizeRequest =
-        validate(&state, "BlobFinalizeRequest", parse_json(body)?)?;
-    check_hashes(&req.hashes)?;
-    let r = blobs
-        .finalize(req.hashes)
-        .await
-        .map_err(|e| ApiError::internal("the blob store is unavailable", e))?;
-    Ok(Json(r).into_response())
+    let (blobs, req) = blob_request(
+        &state,
+        "BlobFinalizeRequest",
+        body,
+        |r: &executor_types::BlobFinalizeRequest| &r.hashes,
+    )
+    .await?;
+    Ok(Json(blobs.finalize(req.hashes).await.map_err(store_down)?).into_response())
 }
 
 /// Accepts JSON and the form encoding pusher-js sends.

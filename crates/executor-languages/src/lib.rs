@@ -184,12 +184,9 @@ fn load_one(path: &Path, validator: &SchemaValidator) -> Result<Language, String
     let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read: {e}"))?;
     let value: serde_json::Value =
         serde_json::from_str(&text).map_err(|e| format!("invalid JSON: {e}"))?;
-    let manifest: Manifest = validator.parse("Manifest", value).map_err(|errs| {
-        errs.iter()
-            .map(|d| format!("{}: {}", d.path, d.message))
-            .collect::<Vec<_>>()
-            .join("; ")
-    })?;
+    let manifest: Manifest = validator
+        .parse("Manifest", value)
+        .map_err(|errs| executor_types::join_details(&errs))?;
     if manifest.image != "host" {
         return Err(format!(
             "image {:?} is not supported (supported: \"host\")",

@@ -48,3 +48,55 @@ impl JobState {
         matches!(self, JobState::Done | JobState::Killed | JobState::Error)
     }
 }
+
+impl RunResult {
+    /// A result with no output, for a job that never ran a stage.
+    pub fn empty() -> Self {
+        RunResult {
+            exit_code: None,
+            signal: None,
+            timed_out: false,
+            idle_timed_out: false,
+            truncated: false,
+            duration_ms: 0,
+            stdout: String::new(),
+            stderr: String::new(),
+            compile: None,
+            artifacts: vec![],
+            artifacts_truncated: false,
+            limit_exceeded: None,
+            error: None,
+        }
+    }
+
+    /// The result of a job killed by a client before it ran.
+    pub fn killed() -> Self {
+        RunResult {
+            signal: Some("SIGKILL".into()),
+            ..Self::empty()
+        }
+    }
+
+    /// The `result` event payload of this result.
+    pub fn event(&self) -> ResultEvent {
+        ResultEvent {
+            exit_code: self.exit_code,
+            signal: self.signal.clone(),
+            timed_out: self.timed_out,
+            idle_timed_out: self.idle_timed_out,
+            truncated: self.truncated,
+            duration_ms: self.duration_ms,
+            limit_exceeded: self.limit_exceeded,
+            error: self.error.clone(),
+        }
+    }
+}
+
+/// Joins validation details into one line (logs, `reason` fields).
+pub fn join_details(details: &[ErrorDetail]) -> String {
+    details
+        .iter()
+        .map(|d| format!("{}: {}", d.path, d.message))
+        .collect::<Vec<_>>()
+        .join("; ")
+}

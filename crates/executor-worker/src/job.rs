@@ -10,43 +10,11 @@ use executor_languages::Language;
 use executor_push::PushEvent;
 use executor_sandbox::{Image, RunSpec, StageLimits};
 use executor_types::files::{self, FileBody};
-use executor_types::{keys, CompileResult, JobSpec, JobState, Limits, ResultEvent, RunResult};
+use executor_types::{keys, CompileResult, JobSpec, JobState, Limits, RunResult};
 use serde_json::json;
 
 use crate::stage::{self, Emitter, Input, Kind, StageResult};
 use crate::Worker;
-
-fn empty_result() -> RunResult {
-    RunResult {
-        exit_code: None,
-        signal: None,
-        timed_out: false,
-        idle_timed_out: false,
-        truncated: false,
-        duration_ms: 0,
-        stdout: String::new(),
-        stderr: String::new(),
-        compile: None,
-        artifacts: vec![],
-        artifacts_truncated: false,
-        limit_exceeded: None,
-        error: None,
-    }
-}
-
-fn result_event(r: &RunResult) -> serde_json::Value {
-    serde_json::to_value(ResultEvent {
-        exit_code: r.exit_code,
-        signal: r.signal.clone(),
-        timed_out: r.timed_out,
-        idle_timed_out: r.idle_timed_out,
-        truncated: r.truncated,
-        duration_ms: r.duration_ms,
-        limit_exceeded: r.limit_exceeded,
-        error: r.error.clone(),
-    })
-    .unwrap_or_default()
-}
 
 /// Publishes `result` (on the job channel and its cache channel), stores the output when
 /// collected, and moves the job to its final state.
@@ -58,7 +26,7 @@ async fn finish(
     state: JobState,
     reason: Option<String>,
 ) {
-    let data = result_event(result);
+    let data = serde_json::to_value(result.event()).unwrap_or_default();
     let events = vec![
         PushEvent::new(keys::channel(id), "result", data.clone()),
         PushEvent::new(keys::cache_channel(id), "result", data),
@@ -86,14 +54,13 @@ pub async fn finish_error(w: &Worker, id: &str, reason: &str) {
         .ok()
         .flatten()
         .is_some_and(|s| s.collect_output);
-    let mut r = empty_result();
+    let mut r = RunResult::empty();
     r.error = Some(reason.to_owned());
     finish(w, id, collect, &r, JobState::Error, Some(reason.to_owned())).await;
 }
 
 async fn finish_killed(w: &Worker, id: &str, collect: bool) {
-    let mut r = empty_result();
-    r.signal = Some("SIGKILL".into());
+    let r = RunResult::killed();
     finish(
         w,
         id,
@@ -128,22 +95,10 @@ impl Worker {
             .validator
             .validate("JobSpec", &serde_json::to_value(&spec)?)
         {
-            anyhow::bail!(
-                "invalid job spec: {}",
-                d.iter()
-                    .map(|d| format!("{} {}", d.path, d.message))
-                    .collect::<Vec<_>>()
-                    .join("; ")
-            );
+            anyhow::bail!("invalid job spec: {}", executor_types::join_details(&d));
         }
         let bodies = files::check_files(&spec.files).map_err(|d| {
-            anyhow::anyhow!(
-                "invalid job files: {}",
-                d.iter()
-                    .map(|d| format!("{} {}", d.path, d.message))
-                    .collect::<Vec<_>>()
-                    .join("; ")
-            )
+            anyhow::anyhow!("invalid job files: {}", executor_types::join_details(&d))
         })?;
         let Some(lang) = self.languages.exact(&spec.language, &spec.version) else {
             anyhow::bail!(
@@ -240,7 +195,7 @@ impl Worker {
         let mut em = Emitter::new(self, id, 0);
         let limits = &spec.limits;
         let subst = Substitutions::new(spec, lang);
-        let mut result = empty_result();
+        let mut result = RunResult::empty();
         if let Some(compile) = &lang.manifest.compile {
             em.event("stage", json!({ "phase": "compiling" })).await;
             let rs = self.run_spec(lang, &compile.command, &compile.env, &subst, limits, false);

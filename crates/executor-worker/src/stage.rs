@@ -190,6 +190,52 @@ pub fn signal_name(sig: i32) -> String {
     name.to_owned()
 }
 
+/// One output pipe of the stage.
+struct Stream {
+    pipe: tokio::net::unix::pipe::Receiver,
+    open: bool,
+    /// Bytes of an incomplete UTF-8 sequence carried to the next read.
+    carry: Vec<u8>,
+    buf: Vec<u8>,
+    /// Event name: `stdout`, `stderr` or `compile_output`.
+    name: &'static str,
+}
+
+impl Stream {
+    fn new(fd: std::os::fd::OwnedFd, name: &'static str) -> std::io::Result<Self> {
+        Ok(Self {
+            pipe: tokio::net::unix::pipe::Receiver::from_owned_fd(fd)?,
+            open: true,
+            carry: Vec::new(),
+            buf: vec![0u8; 16 * 1024],
+            name,
+        })
+    }
+
+    /// Accounts a read of `n` bytes (0: end of stream) against the stage's output cap and
+    /// returns the complete text to emit; bytes past the cap are dropped.
+    fn consume(&mut self, n: usize, total: &mut u64, cap: u64) -> String {
+        if n == 0 {
+            self.open = false;
+            return take_utf8(&mut self.carry, true);
+        }
+        let take = cap.saturating_sub(*total).min(n as u64) as usize;
+        *total += n as u64;
+        self.carry.extend_from_slice(&self.buf[..take]);
+        take_utf8(&mut self.carry, false)
+    }
+}
+
+/// What woke the stage loop.
+enum Event {
+    Read { stderr: bool, n: usize },
+    Exited,
+    Flush,
+    Limit(Stop),
+    CpuTick,
+    Input,
+}
+
 enum Stop {
     Wall,
     Idle,
@@ -213,10 +259,12 @@ pub async fn run(
     let started = Instant::now();
     let mut child = tokio::task::block_in_place(|| slot.spawn(&spec))
         .map_err(|e| anyhow::anyhow!("sandbox setup failed: {e}"))?;
-    let mut out =
-        tokio::net::unix::pipe::Receiver::from_owned_fd(child.stdout.take().expect("stdout pipe"))?;
-    let mut err =
-        tokio::net::unix::pipe::Receiver::from_owned_fd(child.stderr.take().expect("stderr pipe"))?;
+    let (out_name, err_name) = match kind {
+        Kind::Compile => ("compile_output", "compile_output"),
+        Kind::Run => ("stdout", "stderr"),
+    };
+    let mut out = Stream::new(child.stdout.take().expect("stdout pipe"), out_name)?;
+    let mut err = Stream::new(child.stderr.take().expect("stderr pipe"), err_name)?;
     let stdin_tx = match child.stdin.take() {
         Some(fd) => {
             let mut pipe = tokio::net::unix::pipe::Sender::from_owned_fd(fd)?;
@@ -247,10 +295,6 @@ pub async fn run(
         child.pidfd().try_clone_to_owned()?,
         tokio::io::Interest::READABLE,
     )?;
-    let (out_name, err_name) = match kind {
-        Kind::Compile => ("compile_output", "compile_output"),
-        Kind::Run => ("stdout", "stderr"),
-    };
     let cap = limits.output_kb.get() * 1024;
     let wall_deadline =
         tokio::time::Instant::now() + Duration::from_millis(limits.wall_time_ms.get());
@@ -258,12 +302,9 @@ pub async fn run(
     let mut idle_deadline = tokio::time::Instant::now() + idle;
     let mut flush_deadline: Option<tokio::time::Instant> = None;
     let mut res = StageResult::default();
-    let (mut out_open, mut err_open, mut exited) = (true, true, false);
-    let (mut out_carry, mut err_carry) = (Vec::new(), Vec::new());
+    let mut exited = false;
     let mut total: u64 = 0;
     let mut stop: Option<Stop> = None;
-    let mut buf_o = vec![0u8; 16 * 1024];
-    let mut buf_e = vec![0u8; 16 * 1024];
     let mut cpu_tick = tokio::time::interval(Duration::from_millis(50));
     let mut input_tick = tokio::time::interval(Duration::from_millis(250));
 
@@ -295,62 +336,52 @@ pub async fn run(
         if stop.is_some() && !exited {
             child.kill();
         }
-        if exited && !out_open && !err_open {
+        if exited && !out.open && !err.open {
             break;
         }
-        tokio::select! {
-            r = out.read(&mut buf_o), if out_open => match r {
-                Ok(0) | Err(_) => {
-                    out_open = false;
-                    let s = take_utf8(&mut out_carry, true);
-                    if !s.is_empty() { em.push(out_name, &s).await; collect(&mut res, kind, false, &s); }
-                }
-                Ok(n) => {
-                    idle_deadline = tokio::time::Instant::now() + idle;
-                    let take = (cap.saturating_sub(total)).min(n as u64) as usize;
-                    total += n as u64;
-                    out_carry.extend_from_slice(&buf_o[..take]);
-                    let s = take_utf8(&mut out_carry, false);
-                    if !s.is_empty() { em.push(out_name, &s).await; collect(&mut res, kind, false, &s); }
-                    if total > cap { res.truncated = true; kill(&mut stop, Stop::Output); }
-                    flush_deadline.get_or_insert(tokio::time::Instant::now() + w.config.coalesce);
-                }
-            },
-            r = err.read(&mut buf_e), if err_open => match r {
-                Ok(0) | Err(_) => {
-                    err_open = false;
-                    let s = take_utf8(&mut err_carry, true);
-                    if !s.is_empty() { em.push(err_name, &s).await; collect(&mut res, kind, true, &s); }
-                }
-                Ok(n) => {
-                    idle_deadline = tokio::time::Instant::now() + idle;
-                    let take = (cap.saturating_sub(total)).min(n as u64) as usize;
-                    total += n as u64;
-                    err_carry.extend_from_slice(&buf_e[..take]);
-                    let s = take_utf8(&mut err_carry, false);
-                    if !s.is_empty() { em.push(err_name, &s).await; collect(&mut res, kind, true, &s); }
-                    if total > cap { res.truncated = true; kill(&mut stop, Stop::Output); }
-                    flush_deadline.get_or_insert(tokio::time::Instant::now() + w.config.coalesce);
-                }
-            },
+        let event = tokio::select! {
+            r = out.pipe.read(&mut out.buf), if out.open => Event::Read { stderr: false, n: r.unwrap_or(0) },
+            r = err.pipe.read(&mut err.buf), if err.open => Event::Read { stderr: true, n: r.unwrap_or(0) },
             g = pidfd.readable(), if !exited => {
                 if let Ok(mut g) = g { g.retain_ready(); }
-                exited = true;
+                Event::Exited
             }
-            _ = async { tokio::time::sleep_until(flush_deadline.unwrap()).await }, if flush_deadline.is_some() => {
+            _ = async { tokio::time::sleep_until(flush_deadline.unwrap()).await }, if flush_deadline.is_some() => Event::Flush,
+            _ = tokio::time::sleep_until(wall_deadline), if !exited && stop.is_none() => Event::Limit(Stop::Wall),
+            _ = tokio::time::sleep_until(idle_deadline), if !exited && stop.is_none() => Event::Limit(Stop::Idle),
+            _ = cpu_tick.tick(), if !exited && stop.is_none() => Event::CpuTick,
+            _ = recv(&mut input.sub), if !exited => Event::Input,
+            _ = input_tick.tick(), if !exited => Event::Input,
+        };
+        match event {
+            Event::Read { stderr, n } => {
+                let stream = if stderr { &mut err } else { &mut out };
+                let text = stream.consume(n, &mut total, cap);
+                if !text.is_empty() {
+                    em.push(stream.name, &text).await;
+                    collect(&mut res, kind, stderr, &text);
+                }
+                if n > 0 {
+                    idle_deadline = tokio::time::Instant::now() + idle;
+                    flush_deadline.get_or_insert(tokio::time::Instant::now() + w.config.coalesce);
+                }
+                if total > cap {
+                    res.truncated = true;
+                    kill(&mut stop, Stop::Output);
+                }
+            }
+            Event::Exited => exited = true,
+            Event::Flush => {
                 em.flush().await;
                 flush_deadline = None;
             }
-            _ = tokio::time::sleep_until(wall_deadline), if !exited && stop.is_none() => kill(&mut stop, Stop::Wall),
-            _ = tokio::time::sleep_until(idle_deadline), if !exited && stop.is_none() => kill(&mut stop, Stop::Idle),
-            _ = cpu_tick.tick(), if !exited && stop.is_none() => {
-                if child.cpu_usage_ms() > limits.cpu_ms.get() { kill(&mut stop, Stop::Cpu); }
+            Event::Limit(why) => kill(&mut stop, why),
+            Event::CpuTick => {
+                if child.cpu_usage_ms() > limits.cpu_ms.get() {
+                    kill(&mut stop, Stop::Cpu);
+                }
             }
-            m = recv(&mut input.sub), if !exited => {
-                let _ = m;
-                input.poll(w, job).await;
-            }
-            _ = input_tick.tick(), if !exited => input.poll(w, job).await,
+            Event::Input => input.poll(w, job).await,
         }
         if !em.pending() {
             flush_deadline = None;
