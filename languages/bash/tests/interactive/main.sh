@@ -1,0 +1,3 @@
+printf "Name? "
+read -r name
+echo "Hello, $name!"

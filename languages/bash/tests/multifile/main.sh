@@ -1,0 +1,2 @@
+source ./lib/greet.sh
+greet World

@@ -1,0 +1,4 @@
+set -e
+echo before
+ls /nonexistent
+echo after

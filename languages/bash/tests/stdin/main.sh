@@ -1,0 +1,1 @@
+while IFS= read -r line; do echo "> $line"; done

@@ -1,0 +1,4 @@
+#pragma once
+#include <string>
+
+std::string greet(const std::string &name);

@@ -1,0 +1,4 @@
+#include <iostream>
+#include "greet.hpp"
+
+int main() { std::cout << greet("World") << "\n"; }

@@ -1,0 +1,4 @@
+program broken
+  integer :: n
+  n = "not a number"
+end program broken

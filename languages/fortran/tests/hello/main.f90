@@ -1,0 +1,3 @@
+program hello
+  print '(a)', "Hello, World!"
+end program hello

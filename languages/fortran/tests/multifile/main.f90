@@ -1,0 +1,4 @@
+program main
+  use greeting
+  print '(a)', greet("World")
+end program main

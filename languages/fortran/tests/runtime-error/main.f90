@@ -1,0 +1,4 @@
+program fails
+  print '(a)', "before"
+  error stop 3
+end program fails

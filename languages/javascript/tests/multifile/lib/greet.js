@@ -1,0 +1,1 @@
+exports.greet = (name) => `Hello, ${name}! (from another file)`;

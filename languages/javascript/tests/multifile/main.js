@@ -1,0 +1,2 @@
+const { greet } = require("./lib/greet");
+console.log(greet("World"));

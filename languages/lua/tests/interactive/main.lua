@@ -1,0 +1,3 @@
+io.write("Name? ")
+local name = io.read("l")
+print("Hello, " .. name .. "!")

@@ -1,0 +1,1 @@
+return function(name) return "Hello, " .. name .. "! (from another file)" end

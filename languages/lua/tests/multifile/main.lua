@@ -1,0 +1,2 @@
+local greet = require("greet")
+print(greet("World"))

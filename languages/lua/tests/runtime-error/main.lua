@@ -1,0 +1,2 @@
+print("before")
+error("boom")

@@ -1,0 +1,1 @@
+for line in io.lines() do print("> " .. line) end

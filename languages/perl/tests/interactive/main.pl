@@ -1,0 +1,4 @@
+print "Name? ";
+my $name = <STDIN>;
+chomp $name;
+print "Hello, $name!\n";

@@ -1,0 +1,2 @@
+print "before\n";
+die "boom";

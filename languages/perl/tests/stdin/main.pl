@@ -1,0 +1,1 @@
+while (my $line = <STDIN>) { print "> $line"; }

@@ -1,0 +1,4 @@
+<?php
+echo "Name? ";
+$name = trim(fgets(STDIN));
+echo "Hello, $name!\n";

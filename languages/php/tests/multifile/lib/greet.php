@@ -1,0 +1,4 @@
+<?php
+function greet(string $name): string {
+    return "Hello, $name! (from another file)";
+}

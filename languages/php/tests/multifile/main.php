@@ -1,0 +1,3 @@
+<?php
+require __DIR__ . "/lib/greet.php";
+echo greet("World") . "\n";

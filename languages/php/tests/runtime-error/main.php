@@ -1,0 +1,3 @@
+<?php
+echo "before\n";
+echo intdiv(1, 0);

@@ -1,0 +1,4 @@
+<?php
+while (($line = fgets(STDIN)) !== false) {
+    echo "> " . $line;
+}

@@ -1,0 +1,2 @@
+name = input("Name? ")
+print(f"Hello, {name}!")

@@ -1,0 +1,2 @@
+from helpers.greet import greet
+print(greet("World"))

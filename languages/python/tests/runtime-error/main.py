@@ -1,0 +1,2 @@
+print("before")
+print(1 / 0)

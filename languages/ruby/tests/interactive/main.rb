@@ -1,0 +1,3 @@
+print "Name? "
+name = gets.chomp
+puts "Hello, #{name}!"

@@ -1,0 +1,3 @@
+def greet(name)
+  "Hello, #{name}! (from another file)"
+end

@@ -1,0 +1,2 @@
+require_relative "lib/greet"
+puts greet("World")

@@ -1,0 +1,2 @@
+puts "before"
+puts 1 / 0

@@ -1,0 +1,1 @@
+STDIN.each_line { |line| puts "> #{line}" }

@@ -1,0 +1,4 @@
+fn main() {
+    let n: i32 = "not a number";
+    println!("{n}");
+}

@@ -1,0 +1,5 @@
+mod greet;
+
+fn main() {
+    println!("{}", greet::greet("World"));
+}

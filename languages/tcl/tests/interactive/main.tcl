@@ -1,0 +1,4 @@
+puts -nonewline "Name? "
+flush stdout
+gets stdin name
+puts "Hello, $name!"

@@ -1,0 +1,1 @@
+proc greet {name} { return "Hello, $name! (from another file)" }

@@ -1,0 +1,2 @@
+source [file join [file dirname [info script]] greet.tcl]
+puts [greet World]

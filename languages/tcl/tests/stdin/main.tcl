@@ -1,0 +1,1 @@
+while {[gets stdin line] >= 0} { puts "> $line" }

@@ -1,0 +1,2 @@
+const who: string = "World";
+console.log(`Hello, ${who}!`);

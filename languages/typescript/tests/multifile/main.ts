@@ -1,0 +1,2 @@
+import { greet } from "./lib/greet";
+console.log(greet("World"));
