@@ -33,7 +33,7 @@ fn env() -> Env {
     let events = MemoryPublisher::new();
     let config = WorkerConfig {
         slots: 1,
-        first_slot: 600 + (std::process::id() % 50) * 10 + n,
+        first_slot: 600 + n,
         start_wait: Duration::from_millis(10),
         state_dir: std::env::temp_dir()
             .join(format!("executor-worker-test-{}-{n}", std::process::id())),

@@ -1,7 +1,7 @@
 //! End to end: `executor serve` as a real process over Redis (fresh key prefix), driven over
 //! HTTP like a client; hostile programs included. Each test has its own server and slots.
 
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
@@ -9,134 +9,31 @@ use base64::Engine;
 use serde_json::{json, Value};
 use sha2::Digest;
 
-const TOKEN: &str = "e2e-token";
+#[path = "../common/mod.rs"]
+mod common;
+
+use common::serve::{
+    redis_url, shipped_languages_dir, start, Options, Server, APP_ID, APP_KEY, APP_SECRET, TOKEN,
+};
+
 static NEXT: AtomicU32 = AtomicU32::new(0);
 
-struct Server {
-    child: Child,
-    base: String,
-    push_port: u16,
-    http: reqwest::Client,
-    prefix: String,
-    _dir: std::path::PathBuf,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-fn redis_url() -> String {
-    std::env::var("REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:6379".into())
-}
-
+/// A server on slots 100+, with the embedded blob store, a short start wait, and collected
+/// output kept 4 s so its expiry can be observed.
 async fn server() -> Server {
     let n = NEXT.fetch_add(1, Ordering::SeqCst);
-    let first_slot = 100 + (std::process::id() % 50) * 40 + n * 2;
-    let (port, push_port) = (free_port(), free_port());
-    let dir = std::env::temp_dir().join(format!("executor-e2e-{}-{n}", std::process::id()));
-    let prefix = format!("e2e:{}:", uuid_like());
-    let languages = concat!(env!("CARGO_MANIFEST_DIR"), "/../../languages");
-    let child = Command::new(env!("CARGO_BIN_EXE_executor"))
-        .args([
-            "serve",
-            "--listen",
-            &format!("127.0.0.1:{port}"),
-            "--push-listen",
-            &format!("127.0.0.1:{push_port}"),
-        ])
-        .args([
-            "--languages",
-            languages,
-            "--redis-url",
-            &redis_url(),
-            "--redis-prefix",
-            &prefix,
-        ])
-        .arg("--data-dir")
-        .arg(&dir)
-        .args([
-            "--slots",
-            "2",
-            "--first-slot",
-            &first_slot.to_string(),
-            "--start-wait-ms",
-            "3000",
-        ])
-        .env("EXECUTOR_API_TOKEN", TOKEN)
-        .env("EXECUTOR_OUTPUT_TTL_SECS", "4")
-        .env("ENABLE_CHANNEL_AUTH", "true")
-        .env("PUSHER_APP_ID", "e2e")
-        .env("PUSHER_APP_KEY", "e2ekey")
-        .env("PUSHER_APP_SECRET", "e2esecret")
-        .env_remove("S3_ENDPOINT")
-        .stdout(Stdio::null())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("executor binary");
-    let s = Server {
-        child,
-        base: format!("http://127.0.0.1:{port}"),
-        push_port,
-        http: reqwest::Client::new(),
-        prefix,
-        _dir: dir,
-    };
-    for _ in 0..300 {
-        if let Ok(r) = s.http.get(format!("{}/health", s.base)).send().await {
-            if r.status().is_success() {
-                return s;
-            }
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    panic!("executor serve did not become healthy");
-}
-
-fn uuid_like() -> String {
-    format!(
-        "{:x}{:x}",
-        std::process::id(),
-        Instant::now().elapsed().as_nanos() ^ (NEXT.load(Ordering::SeqCst) as u128) << 20
-    ) + &format!("{:?}", std::thread::current().id()).replace(|c: char| !c.is_alphanumeric(), "")
+    let languages = shipped_languages_dir();
+    start(Options {
+        languages: &languages,
+        first_slot: 100 + n * 2,
+        blobs: true,
+        start_wait_ms: 3000,
+        env: vec![("EXECUTOR_OUTPUT_TTL_SECS", "4".to_string())],
+    })
+    .await
 }
 
 impl Server {
-    async fn post(&self, path: &str, body: Value) -> (u16, Value) {
-        let r = self
-            .http
-            .post(format!("{}{path}", self.base))
-            .bearer_auth(TOKEN)
-            .json(&body)
-            .send()
-            .await
-            .unwrap();
-        let st = r.status().as_u16();
-        (st, r.json().await.unwrap_or(Value::Null))
-    }
-
-    async fn get(&self, path: &str) -> (u16, Value) {
-        let r = self
-            .http
-            .get(format!("{}{path}", self.base))
-            .bearer_auth(TOKEN)
-            .send()
-            .await
-            .unwrap();
-        let st = r.status().as_u16();
-        (st, r.json().await.unwrap_or(Value::Null))
-    }
-
     /// Submits with collectOutput, starts, and returns the job id.
     async fn submit(&self, language: &str, files: Value, limits: Value) -> String {
         let mut body = json!({"language": language, "files": files, "collectOutput": true});
@@ -165,7 +62,7 @@ impl Server {
         }
     }
 
-    async fn result(&self, id: &str) -> (String, Value) {
+    async fn finished(&self, id: &str) -> (String, Value) {
         let st = self
             .wait_state(id, |s| matches!(s, "done" | "killed" | "error"))
             .await;
@@ -184,7 +81,7 @@ impl Server {
         let id = self
             .submit(language, json!([{"name": name, "content": source}]), limits)
             .await;
-        self.result(&id).await
+        self.finished(&id).await
     }
 }
 
@@ -301,7 +198,7 @@ async fn stdin_round_trip_close_and_kill() {
         .post(&format!("/v1/jobs/{id}/stdin/close"), Value::Null)
         .await;
     assert_eq!(st, 200);
-    let (state, r) = s.result(&id).await;
+    let (state, r) = s.finished(&id).await;
     assert_eq!(state, "done");
     assert_eq!(r["stdout"], "name? hi bob\nrest 3\n");
     // stdin sent before the job even starts is not lost
@@ -311,7 +208,7 @@ async fn stdin_round_trip_close_and_kill() {
     s.post(&format!("/v1/jobs/{id}/stdin"), json!({"chunk": "early\n"}))
         .await;
     s.post(&format!("/v1/jobs/{id}/start"), Value::Null).await;
-    let (_, r) = s.result(id).await;
+    let (_, r) = s.finished(id).await;
     assert_eq!(r["stdout"], "ylrae\n");
     // kill mid-run
     let id = s.submit("python", json!([{"name": "main.py", "content": "import time\nprint('up', flush=True)\ntime.sleep(60)"}]), Value::Null).await;
@@ -319,7 +216,7 @@ async fn stdin_round_trip_close_and_kill() {
     tokio::time::sleep(Duration::from_millis(300)).await;
     let (st, _) = s.post(&format!("/v1/jobs/{id}/kill"), Value::Null).await;
     assert_eq!(st, 200);
-    let (state, r) = s.result(&id).await;
+    let (state, r) = s.finished(&id).await;
     assert_eq!(state, "killed");
     assert_eq!(r["signal"], "SIGKILL");
 }
@@ -556,7 +453,7 @@ print(len(rows))
             Value::Null,
         )
         .await;
-    let (state, r) = s.result(&id).await;
+    let (state, r) = s.finished(&id).await;
     assert_eq!(state, "done", "{r}");
     assert_eq!(r["stdout"], "2999\n");
     let a = &r["artifacts"][0];
@@ -620,9 +517,9 @@ async fn pusher_js_receives_every_event_in_order() {
         .env("PUSHER_HOST", "127.0.0.1")
         .env("PUSHER_PORT", s.push_port.to_string())
         .env("PUSHER_TLS", "false")
-        .env("PUSHER_KEY", "e2ekey")
-        .env("PUSHER_APP_ID", "e2e")
-        .env("PUSHER_SECRET", "e2esecret")
+        .env("PUSHER_KEY", APP_KEY)
+        .env("PUSHER_APP_ID", APP_ID)
+        .env("PUSHER_SECRET", APP_SECRET)
         .env("LINES", "3000")
         .output()
         .unwrap();
@@ -732,7 +629,7 @@ async fn a_large_blob_is_streamed_into_the_workspace() {
             json!({"memoryMb": 64}),
         )
         .await;
-    let (state, r) = s.result(&id).await;
+    let (state, r) = s.finished(&id).await;
     assert_eq!(state, "done", "{r}");
     assert_eq!(
         r["stdout"],

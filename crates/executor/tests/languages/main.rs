@@ -5,6 +5,8 @@
 //! before any input is sent.
 
 mod cases;
+#[path = "../common/mod.rs"]
+mod common;
 mod pusher;
 mod server;
 
