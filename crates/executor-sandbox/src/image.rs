@@ -37,8 +37,9 @@ const HOST_ETC: &[&str] = &[
     "host.conf",
 ];
 
-/// `/etc` entries matched by prefix (e.g. `java-17-openjdk`, `python3.11`).
-const HOST_ETC_PREFIXES: &[&str] = &["java-", "python3"];
+/// `/etc` entries matched by prefix (e.g. `java-17-openjdk`, `python3.11`, `php` whose
+/// `conf.d` loads Debian's shared extensions such as ctype and iconv).
+const HOST_ETC_PREFIXES: &[&str] = &["java-", "python3", "php", "perl"];
 
 /// Devices bound from the host's `/dev`.
 const DEVICES: &[&str] = &["null", "zero", "full", "random", "urandom", "tty"];
