@@ -2,6 +2,7 @@
 //! process on embedded defaults; `api` and `worker` are the scaled-out halves over Redis.
 
 mod blobs;
+mod client;
 mod config;
 mod env;
 
@@ -61,6 +62,34 @@ enum Command {
         push: PushArgs,
         #[command(flatten)]
         worker: WorkerArgs,
+    },
+    /// Runs files on a server and prints the program's output; exits with its exit code.
+    Run {
+        /// Source files; the first is the entrypoint unless the manifest names another.
+        #[arg(required = true)]
+        files: Vec<std::path::PathBuf>,
+        /// Language name or alias (default: from the first file's extension).
+        #[arg(long, short)]
+        language: Option<String>,
+        /// Exact language version.
+        #[arg(long)]
+        version: Option<String>,
+        /// Send this process's stdin to the program.
+        #[arg(long)]
+        stdin: bool,
+        /// A limit override, e.g. `--limit wallTimeMs=2000` (repeatable).
+        #[arg(long = "limit", value_parser = parse_limit)]
+        limits: Vec<(String, u64)>,
+        /// Base URL of the API.
+        #[arg(
+            long,
+            env = "EXECUTOR_API_URL",
+            default_value = "http://127.0.0.1:8080"
+        )]
+        api: String,
+        /// The API token.
+        #[arg(long, env = env::API_TOKEN, hide_env_values = true)]
+        token: String,
     },
     /// Uploads a file to the blob store (check, PUT, finalize; skipped when present) and
     /// prints its `sha256:` ref for a file's `ref` field.
@@ -136,6 +165,33 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             )?;
             w.run(shutdown_signal()).await;
             Ok(())
+        }
+        Command::Run {
+            files,
+            language,
+            version,
+            stdin,
+            limits,
+            api,
+            token,
+        } => {
+            let code = client::run(client::RunArgs {
+                api,
+                token,
+                language,
+                version,
+                files,
+                stdin,
+                limits,
+            })
+            .await;
+            match code {
+                Ok(code) => std::process::exit(code),
+                Err(e) => {
+                    eprintln!("executor: {e:#}");
+                    std::process::exit(2);
+                }
+            }
         }
         Command::Upload { file, api, token } => {
             let r = executor_blob::upload_file(&api, &token, &file)
@@ -428,4 +484,14 @@ fn start_worker(
         }) as Arc<dyn executor_worker::BlobAccess>
     });
     executor_worker::Worker::new(cfg, broker, languages, publisher, blobs)
+}
+
+fn parse_limit(s: &str) -> Result<(String, u64), String> {
+    let (k, v) = s
+        .split_once('=')
+        .ok_or("expected name=value, e.g. wallTimeMs=2000")?;
+    Ok((
+        k.to_owned(),
+        v.parse().map_err(|_| format!("{v:?} is not a number"))?,
+    ))
 }

@@ -641,3 +641,38 @@ async fn a_large_blob_is_streamed_into_the_workspace() {
         "the server's peak memory grew by {growth_mb} MiB for a 96 MiB blob"
     );
 }
+
+/// `executor run`: the command-line client prints the output and leaves with the program's
+/// exit code; a refused submission is explained.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_run_command_prints_output_and_exit_code() {
+    let s = server().await;
+    let dir = common::serve::scratch("run-cli");
+    let src = dir.join("sum.py");
+    std::fs::write(
+        &src,
+        "import sys\nprint('sum', sum(int(x) for x in sys.stdin.read().split()))\nsys.exit(4)\n",
+    )
+    .unwrap();
+    let cli = |args: &[&str], stdin: &str| {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_executor"))
+            .arg("run")
+            .args(args)
+            .env("EXECUTOR_API_URL", &s.base)
+            .env("EXECUTOR_API_TOKEN", TOKEN)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        std::io::Write::write_all(&mut child.stdin.take().unwrap(), stdin.as_bytes()).unwrap();
+        child.wait_with_output().unwrap()
+    };
+    let src = src.to_str().unwrap().to_owned();
+    let out = tokio::task::block_in_place(|| cli(&["--stdin", &src], "1 2 3\n"));
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "sum 6\n");
+    assert_eq!(out.status.code(), Some(4));
+    let out = tokio::task::block_in_place(|| cli(&["-l", "cobol", &src], ""));
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("unknown language \"cobol\""));
+}
