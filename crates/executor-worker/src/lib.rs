@@ -138,7 +138,15 @@ impl Worker {
             let n = config.first_slot + i as u32;
             let mut sc = SlotConfig::new(n, config.state_dir.join("slots"));
             sc.cgroup = config.cgroup.clone();
-            slots.push(Slot::new(sc).map_err(|e| anyhow::anyhow!("sandbox slot {n}: {e}"))?);
+            let hint = if effective_uid_is_root() {
+                ""
+            } else {
+                " (the worker must run as root, or with CAP_SYS_ADMIN and a delegated cgroup v2 subtree)"
+            };
+            let slot = Slot::new(sc).map_err(|e| {
+                anyhow::Error::new(e).context(format!("cannot set up sandbox slot {n}{hint}"))
+            })?;
+            slots.push(slot);
         }
         Ok(Arc::new(Self {
             id: uuid::Uuid::new_v4().to_string(),
@@ -321,4 +329,16 @@ impl Worker {
     fn return_slot(&self, slot: Slot) {
         self.slots.lock().unwrap().push(slot);
     }
+}
+
+/// Whether this process runs as root (read from /proc: this crate makes no libc calls).
+fn effective_uid_is_root() -> bool {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("Uid:"))
+                .map(|l| l.split_whitespace().nth(2) == Some("0"))
+        })
+        .unwrap_or(false)
 }
