@@ -148,13 +148,25 @@ impl JobStore {
         }
     }
 
-    /// Input log entries from `cursor` on.
-    pub async fn input_since(&self, id: &str, cursor: usize) -> Result<Vec<InputEntry>> {
+    /// Input log entries from `cursor` on, and how many log positions they span (an entry
+    /// that does not parse is skipped but still counted).
+    pub async fn input_since(&self, id: &str, cursor: usize) -> Result<(usize, Vec<InputEntry>)> {
         let raw = self
             .broker
             .lrange(&keys::input_log(id), cursor as i64, -1)
             .await?;
-        Ok(raw.iter().filter_map(|s| InputEntry::parse(s)).collect())
+        Ok((
+            raw.len(),
+            raw.iter().filter_map(|s| InputEntry::parse(s)).collect(),
+        ))
+    }
+
+    /// Drops the first `consumed` entries of the input log (the worker has delivered them), so
+    /// a long interactive session does not grow the log without bound.
+    pub async fn trim_input(&self, id: &str, consumed: usize) -> Result<()> {
+        self.broker
+            .ltrim(&keys::input_log(id), consumed as i64, -1)
+            .await
     }
 
     /// Records the start flag (durable, with expiry) and publishes `start`.

@@ -84,6 +84,8 @@ pub trait Broker: Send + Sync + 'static {
     async fn llen(&self, key: &str) -> Result<u64>;
     /// Elements `start..=stop` (negative indexes count from the end, like Redis).
     async fn lrange(&self, key: &str, start: i64, stop: i64) -> Result<Vec<String>>;
+    /// Keeps only elements `start..=stop` (negative indexes count from the end, like Redis).
+    async fn ltrim(&self, key: &str, start: i64, stop: i64) -> Result<()>;
     /// Removes up to `count` occurrences of `value` (0: all); returns how many.
     async fn lrem(&self, key: &str, count: i64, value: &str) -> Result<u64>;
     /// Atomically moves the head of `src` to the tail of `dst`, waiting up to `timeout` for one.

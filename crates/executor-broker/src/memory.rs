@@ -277,6 +277,25 @@ impl Broker for MemoryBroker {
         })
     }
 
+    async fn ltrim(&self, key: &str, start: i64, stop: i64) -> Result<()> {
+        self.with(|s| {
+            let Some(l) = s.list(key)? else { return Ok(()) };
+            let len = l.len();
+            let (a, b) = (
+                index(start, len).max(0),
+                index(stop, len).min(len as i64 - 1),
+            );
+            if a > b {
+                l.clear();
+            } else {
+                l.truncate(b as usize + 1);
+                l.drain(..a as usize);
+            }
+            s.drop_if_empty(key);
+            Ok(())
+        })
+    }
+
     async fn lrem(&self, key: &str, count: i64, value: &str) -> Result<u64> {
         self.with(|s| {
             let Some(l) = s.list(key)? else { return Ok(0) };

@@ -175,6 +175,13 @@ impl Broker for RedisBroker {
             .await?)
     }
 
+    async fn ltrim(&self, key: &str, start: i64, stop: i64) -> Result<()> {
+        self.conn()
+            .ltrim::<_, ()>(self.k(key), start as isize, stop as isize)
+            .await?;
+        Ok(())
+    }
+
     async fn lrem(&self, key: &str, count: i64, value: &str) -> Result<u64> {
         Ok(self.conn().lrem(self.k(key), count as isize, value).await?)
     }

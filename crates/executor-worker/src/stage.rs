@@ -34,8 +34,8 @@ pub struct Input {
 impl Input {
     /// Reads new log entries; a kill is noted at once.
     pub async fn poll(&mut self, w: &Worker, job: &str) {
-        if let Ok(new) = w.jobs.input_since(job, self.cursor).await {
-            self.cursor += new.len();
+        if let Ok((count, new)) = w.jobs.input_since(job, self.cursor).await {
+            self.cursor += count;
             for e in new {
                 match e {
                     InputEntry::Kill => self.killed = true,
@@ -329,6 +329,14 @@ pub async fn run(
                     _ => {}
                 }
             }
+        }
+        // Everything read so far has been delivered: drop it from the durable log.
+        if kind == Kind::Run
+            && input.cursor > 0
+            && input.pending.is_empty()
+            && w.jobs.trim_input(job, input.cursor).await.is_ok()
+        {
+            input.cursor = 0;
         }
         if input.killed {
             kill(&mut stop, Stop::Client);

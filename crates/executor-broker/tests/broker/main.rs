@@ -107,6 +107,17 @@ async fn lists_behave_like_redis(b: Arc<dyn Broker>) {
     assert_eq!(b.lrange("l", 5, 10).await.unwrap(), Vec::<String>::new());
     assert_eq!(b.lrem("l", 0, "b").await.unwrap(), 2);
     assert_eq!(b.lrange("l", 0, -1).await.unwrap(), ["a", "c"]);
+    for v in ["d", "e"] {
+        b.rpush("l", v).await.unwrap();
+    }
+    b.ltrim("l", 2, -1).await.unwrap();
+    assert_eq!(b.lrange("l", 0, -1).await.unwrap(), ["d", "e"]);
+    b.ltrim("l", 1, 0).await.unwrap();
+    assert_eq!(
+        b.llen("l").await.unwrap(),
+        0,
+        "an empty range deletes the list"
+    );
     assert_eq!(
         b.lrange("missing", 0, -1).await.unwrap(),
         Vec::<String>::new()

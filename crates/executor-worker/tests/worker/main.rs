@@ -243,3 +243,31 @@ async fn the_reaper_requeues_unstarted_jobs_and_ends_running_ones() {
         "requeued and ran\n"
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn stdin_is_delivered_in_order_and_dropped_from_the_log_once_delivered() {
+    let e = env();
+    let id = submit(
+        &e,
+        "python",
+        "main.py",
+        "import sys\nfor line in sys.stdin:\n    print(line.strip().upper())",
+    )
+    .await;
+    let store = JobStore::new(e.broker.clone());
+    for i in 0..50 {
+        store
+            .send_input(&id, InputEntry::Chunk(format!("line {i}\n")))
+            .await
+            .unwrap();
+    }
+    store.send_input(&id, InputEntry::Close).await.unwrap();
+    e.worker.step(Duration::from_secs(5)).await.unwrap();
+    let want: String = (0..50).map(|i| format!("LINE {i}\n")).collect();
+    assert_eq!(store.output(&id).await.unwrap().unwrap().stdout, want);
+    assert_eq!(
+        e.broker.llen(&keys::input_log(&id)).await.unwrap(),
+        0,
+        "delivered input is not kept"
+    );
+}
