@@ -31,7 +31,8 @@ use tokio::sync::Semaphore;
 pub struct WorkerConfig {
     /// Jobs run at once (default: the number of cores).
     pub slots: usize,
-    /// Jobs claimed and waiting for their start handshake, beyond the running ones.
+    /// Jobs claimed beyond the running ones (waiting for their start handshake, or for a slot).
+    /// Kept small (default: `slots`) so one worker does not hoard the queue while others idle.
     pub max_waiting: usize,
     /// How long a claimed job waits for `start` before running anyway.
     pub start_wait: Duration,
@@ -63,7 +64,7 @@ impl Default for WorkerConfig {
             .unwrap_or(2);
         Self {
             slots: cores,
-            max_waiting: 64,
+            max_waiting: cores,
             start_wait: Duration::from_secs(10),
             state_dir: PathBuf::from("/run/executor"),
             first_slot: 0,

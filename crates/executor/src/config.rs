@@ -148,6 +148,10 @@ pub struct WorkerArgs {
     /// Jobs run at once (default: the number of cores).
     #[arg(long, env = env::WORKER_SLOTS)]
     pub slots: Option<usize>,
+    /// Jobs a worker claims beyond the running ones (default: as many as slots): waiting for
+    /// their start handshake they hold no slot, but a large value lets one worker hoard the queue.
+    #[arg(long, env = env::MAX_WAITING)]
+    pub max_waiting: Option<usize>,
     /// How long a claimed job waits for its start handshake before running anyway.
     #[arg(long, env = env::START_WAIT_MS, default_value_t = 10_000)]
     pub start_wait_ms: u64,

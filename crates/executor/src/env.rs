@@ -30,4 +30,5 @@ pub const WORKER_SLOTS: &str = "EXECUTOR_WORKER_SLOTS";
 pub const START_WAIT_MS: &str = "EXECUTOR_START_WAIT_MS";
 pub const CGROUP: &str = "EXECUTOR_CGROUP";
 pub const OUTPUT_TTL_SECS: &str = "EXECUTOR_OUTPUT_TTL_SECS";
+pub const MAX_WAITING: &str = "EXECUTOR_MAX_WAITING";
 pub const FIRST_SLOT: &str = "EXECUTOR_FIRST_SLOT";

@@ -154,7 +154,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             let validator = SchemaValidator::new();
             let languages = Arc::new(Registry::load(&common.languages, &validator));
             let (publisher, _server) = publisher(&push).await?;
-            let blob = blob_store(&common, false, broker.clone()).await?;
+            let blob = blob_store(&common, false, false, broker.clone()).await?;
             let w = start_worker(
                 &common,
                 &worker,
@@ -259,7 +259,7 @@ async fn serve(
         executor_push::channel_auth(&key, &secret, socket_id, channel)
     });
     let (publisher, push_server) = publisher(&push).await?;
-    let blob = blob_store(&common, no_blobs, broker.clone()).await?;
+    let blob = blob_store(&common, no_blobs, embedded, broker.clone()).await?;
     let state = Arc::new(AppState {
         config,
         jobs: JobStore::new(broker.clone()),
@@ -409,11 +409,14 @@ pub struct Blob {
     _embedded: Option<executor_blob::EmbeddedS3>,
 }
 
-/// An external S3 store when `S3_ENDPOINT` is set, else the embedded s3s-fs server under the
-/// data directory; none with `--no-blobs`.
+/// An external S3 store when `S3_ENDPOINT` is set; else, for `serve` (`allow_embedded`), the
+/// embedded s3s-fs server under the data directory. None with `--no-blobs`, and none for a
+/// separate `api` or `worker` without `S3_ENDPOINT`: an embedded store in one process is not
+/// reachable by the others, so the blob routes answer 501 and refs fail clearly instead.
 async fn blob_store(
     common: &CommonArgs,
     off: bool,
+    allow_embedded: bool,
     b: Arc<dyn Broker>,
 ) -> anyhow::Result<Option<Blob>> {
     if off {
@@ -421,6 +424,13 @@ async fn blob_store(
     }
     let (cfg, embedded) = match executor_blob::BlobConfig::from_env()? {
         Some(cfg) => (cfg, None),
+        None if !allow_embedded => {
+            tracing::warn!(
+                "no S3_ENDPOINT: blobs and artifacts are off (the blob routes answer 501); \
+                 scaled-out processes share an external S3-compatible store"
+            );
+            return Ok(None);
+        }
         None => {
             let dir = absolute(&common.data_dir)?.join("blobs");
             std::fs::create_dir_all(&dir)?;
@@ -464,6 +474,7 @@ fn start_worker(
     if let Some(n) = wa.slots {
         cfg.slots = n.max(1);
     }
+    cfg.max_waiting = wa.max_waiting.unwrap_or(cfg.slots);
     cfg.start_wait = std::time::Duration::from_millis(wa.start_wait_ms);
     cfg.first_slot = wa.first_slot;
     cfg.output_ttl = std::time::Duration::from_secs(common.output_ttl_secs.max(1));

@@ -32,6 +32,8 @@ pub struct Options<'a> {
 
 pub struct Server {
     pub child: Child,
+    /// Separate `executor worker` processes (scaled-out mode).
+    pub workers: Vec<Child>,
     /// The Redis key prefix of this server.
     pub prefix: String,
     pub base: String,
@@ -44,6 +46,10 @@ pub struct Server {
 
 impl Drop for Server {
     fn drop(&mut self) {
+        for w in &mut self.workers {
+            let _ = w.kill();
+            let _ = w.wait();
+        }
         let _ = self.child.kill();
         let _ = self.child.wait();
         let _ = std::fs::remove_dir_all(&self.dir);
@@ -118,6 +124,7 @@ pub async fn start(opts: Options<'_>) -> Server {
         .expect("executor binary");
     let s = Server {
         child,
+        workers: Vec::new(),
         prefix,
         base: format!("http://127.0.0.1:{port}"),
         push_port,
@@ -139,7 +146,105 @@ pub async fn start(opts: Options<'_>) -> Server {
     );
 }
 
+/// The scaled-out topology on one host: `executor api` (which also hosts the push server,
+/// PUSHER_HOST being unset for it) and `workers` separate `executor worker` processes that
+/// publish to it over the Pusher HTTP API, all meeting in Redis.
+pub async fn start_split(languages: &Path, first_slot: u32, workers: u32) -> Server {
+    let n = NEXT.fetch_add(1, Ordering::SeqCst);
+    let (port, push_port) = (free_port(), free_port());
+    let dir = scratch("split");
+    let log = dir.join("api.log");
+    let prefix = format!("split:{}:{n}:", std::process::id());
+    let common = |cmd: &mut Command| {
+        cmd.arg("--languages")
+            .arg(languages)
+            .args(["--redis-url", &redis_url(), "--redis-prefix", &prefix])
+            .env("PUSHER_APP_ID", APP_ID)
+            .env("PUSHER_APP_KEY", APP_KEY)
+            .env("PUSHER_APP_SECRET", APP_SECRET)
+            .env("NO_COLOR", "1")
+            .env_remove("S3_ENDPOINT");
+    };
+    let mut api = Command::new(env!("CARGO_BIN_EXE_executor"));
+    api.args(["api", "--listen", &format!("127.0.0.1:{port}")])
+        .args(["--push-listen", &format!("127.0.0.1:{push_port}")])
+        .env("EXECUTOR_API_TOKEN", TOKEN)
+        .env("ENABLE_CHANNEL_AUTH", "true")
+        .env_remove("PUSHER_HOST")
+        .stdout(std::fs::File::create(&log).unwrap())
+        .stderr(std::fs::File::create(dir.join("api.err")).unwrap());
+    common(&mut api);
+    let child = api.spawn().expect("executor api");
+    let mut procs = Vec::new();
+    for i in 0..workers {
+        let mut w = Command::new(env!("CARGO_BIN_EXE_executor"));
+        w.arg("worker")
+            .arg("--data-dir")
+            .arg(dir.join(format!("worker-{i}")))
+            .args([
+                "--slots",
+                "1",
+                "--first-slot",
+                &(first_slot + i).to_string(),
+            ])
+            .args(["--start-wait-ms", "3000"])
+            .env("PUSHER_HOST", "127.0.0.1")
+            .env("PUSHER_PORT", push_port.to_string())
+            .stdout(std::fs::File::create(dir.join(format!("worker-{i}.log"))).unwrap())
+            .stderr(std::fs::File::create(dir.join(format!("worker-{i}.err"))).unwrap());
+        common(&mut w);
+        procs.push(w.spawn().expect("executor worker"));
+    }
+    let s = Server {
+        child,
+        workers: procs,
+        prefix,
+        base: format!("http://127.0.0.1:{port}"),
+        push_port,
+        http: reqwest::Client::new(),
+        log,
+        dir,
+    };
+    for _ in 0..600 {
+        if let Ok(r) = s.http.get(format!("{}/health", s.base)).send().await {
+            if r.status().is_success() {
+                wait_workers(&s.prefix, workers as usize).await;
+                return s;
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("executor api did not become healthy");
+}
+
+/// Waits until `n` workers have registered in Redis.
+async fn wait_workers(prefix: &str, n: usize) {
+    for _ in 0..600 {
+        let out = Command::new("redis-cli")
+            .arg("-u")
+            .arg(redis_url())
+            .args(["SCARD", &format!("{prefix}workers")])
+            .output()
+            .unwrap();
+        if String::from_utf8_lossy(&out.stdout)
+            .trim()
+            .parse::<usize>()
+            .unwrap_or(0)
+            >= n
+        {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("{n} workers did not register");
+}
+
 impl Server {
+    /// The scratch directory holding this server's logs and data.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
     pub async fn post(&self, path: &str, body: Value) -> (u16, Value) {
         let mut req = self
             .http

@@ -676,3 +676,60 @@ async fn the_run_command_prints_output_and_exit_code() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("unknown language \"cobol\""));
 }
+
+/// Scaled out on one host: `executor api` plus two `executor worker` processes over Redis, the
+/// workers publishing through the Pusher HTTP API (the path used with Sockudo or Pusher). Jobs
+/// run on both workers, and pusher-js receives a job's every event in order.
+#[tokio::test(flavor = "multi_thread")]
+async fn scaled_out_api_and_workers_over_redis_and_the_http_push_path() {
+    let languages = shipped_languages_dir();
+    let s = common::serve::start_split(&languages, 140, 2).await;
+    let mut ids = Vec::new();
+    for i in 0..4 {
+        let src = format!("import time\ntime.sleep(0.5)\nprint('job {i}')");
+        ids.push(
+            s.submit(
+                "python",
+                json!([{"name": "main.py", "content": src}]),
+                Value::Null,
+            )
+            .await,
+        );
+    }
+    for (i, id) in ids.iter().enumerate() {
+        let (state, r) = s.finished(id).await;
+        assert_eq!(
+            (state.as_str(), r["stdout"].as_str()),
+            ("done", Some(format!("job {i}\n").as_str()))
+        );
+    }
+    // Both workers took part.
+    for i in 0..2 {
+        let log = std::fs::read_to_string(s.dir().join(format!("worker-{i}.log")))
+            .unwrap_or_default()
+            + &std::fs::read_to_string(s.dir().join(format!("worker-{i}.err"))).unwrap_or_default();
+        assert!(log.contains("job ended"), "worker {i} ran no job:\n{log}");
+    }
+    let node_dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/node");
+    let out = Command::new("node")
+        .arg("e2e.mjs")
+        .current_dir(node_dir)
+        .env("MODE", "api")
+        .env("EXECUTOR_API_URL", &s.base)
+        .env("EXECUTOR_API_TOKEN", TOKEN)
+        .env("PUSHER_HOST", "127.0.0.1")
+        .env("PUSHER_PORT", s.push_port.to_string())
+        .env("PUSHER_TLS", "false")
+        .env("PUSHER_KEY", APP_KEY)
+        .env("PUSHER_APP_ID", APP_ID)
+        .env("PUSHER_SECRET", APP_SECRET)
+        .env("LINES", "2000")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "node e2e failed: {stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
