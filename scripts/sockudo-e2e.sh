@@ -22,6 +22,8 @@ MODE="${1:-harness}"
 
 # 1. Sockudo, built once into the cache dir.
 if [ ! -x "$CACHE/bin/sockudo" ]; then
+  # Its metrics exporter builds protobuf definitions at compile time.
+  command -v protoc >/dev/null || apt-get install -y -qq protobuf-compiler
   echo "building sockudo $SOCKUDO_VERSION into $CACHE (about 45 minutes on 2 cores)..." >&2
   cargo install sockudo --locked --version "$SOCKUDO_VERSION" --root "$CACHE"
 fi
