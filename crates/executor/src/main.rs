@@ -116,6 +116,7 @@ enum Command {
 
 fn main() -> anyhow::Result<()> {
     tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_env(env::LOG).unwrap_or_else(|_| "info".into()),
         )
@@ -315,9 +316,10 @@ async fn serve(
         println!("API token: from {}", env::API_TOKEN);
     }
     println!(
-        "Try: curl -s -H 'Authorization: Bearer {}' -H 'Content-Type: application/json' \\\n  -d '{{\"language\":\"python\",\"files\":[{{\"name\":\"main.py\",\"content\":\"print(42)\"}}]}}' http://{addr}/v1/execute",
+        "Try: curl -s -H 'Authorization: Bearer {}' -H 'Content-Type: application/json' \\\n  -d '{{\"language\":\"python\",\"collectOutput\":true,\"files\":[{{\"name\":\"main.py\",\"content\":\"print(42)\"}}]}}' http://{addr}/v1/execute",
         if generated { token.as_str() } else { "$EXECUTOR_API_TOKEN" }
     );
+    println!("Then: GET http://{addr}/v1/jobs/<jobId> (state) and /v1/jobs/<jobId>/output (result); `executor run FILE` does it all.");
     if let Some(srv) = &push_server {
         println!(
             "Push server (Pusher protocol): ws://{}/app/{}  (app id {}, key {})",
