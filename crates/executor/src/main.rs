@@ -2,6 +2,10 @@
 //! process on embedded defaults; `api` and `worker` are the scaled-out halves over Redis.
 
 mod blobs;
+mod embedded {
+    //! The shipped language manifests, embedded at build time (see build.rs).
+    include!(concat!(env!("OUT_DIR"), "/manifests.rs"));
+}
 mod client;
 mod config;
 mod env;
@@ -153,7 +157,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             anyhow::ensure!(push.pusher_host.is_some(), "`executor worker` needs --pusher-host (or PUSHER_HOST) and the PUSHER_APP_* credentials of the push server");
             let broker = broker(&common).await?;
             let validator = SchemaValidator::new();
-            let languages = Arc::new(Registry::load(&common.languages, &validator));
+            let languages = Arc::new(Registry::load(&languages_dir(&common)?, &validator));
             let (publisher, _server) = publisher(&push).await?;
             let blob = blob_store(&common, false, false, broker.clone()).await?;
             let w = start_worker(
@@ -202,7 +206,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             Ok(())
         }
         Command::Languages { common } => {
-            let reg = Registry::load(&common.languages, &SchemaValidator::new());
+            let reg = Registry::load(&languages_dir(&common)?, &SchemaValidator::new());
             for l in reg.all() {
                 println!(
                     "{:<12} {:<12} {}",
@@ -239,7 +243,7 @@ async fn serve(
 ) -> anyhow::Result<()> {
     let embedded = worker.is_some();
     let validator = Arc::new(SchemaValidator::new());
-    let languages = Arc::new(Registry::load(&common.languages, &validator));
+    let languages = Arc::new(Registry::load(&languages_dir(&common)?, &validator));
     if languages.all().is_empty() {
         tracing::warn!(dir = %common.languages.display(), "no language is available; check --languages");
     }
@@ -507,4 +511,30 @@ fn parse_limit(s: &str) -> Result<(String, u64), String> {
         k.to_owned(),
         v.parse().map_err(|_| format!("{v:?} is not a number"))?,
     ))
+}
+
+/// The manifests directory: the configured one, or — when it does not exist (an installed
+/// binary run outside the repository) — the embedded shipped manifests, written under the data
+/// directory.
+fn languages_dir(common: &CommonArgs) -> anyhow::Result<std::path::PathBuf> {
+    if common.languages.is_dir() {
+        return Ok(common.languages.clone());
+    }
+    anyhow::ensure!(
+        common.languages == std::path::Path::new("./languages"),
+        "languages directory {} does not exist",
+        common.languages.display()
+    );
+    let dir = absolute(&common.data_dir)?.join("languages");
+    for (name, manifest) in embedded::MANIFESTS {
+        let d = dir.join(name);
+        std::fs::create_dir_all(&d)?;
+        std::fs::write(d.join("manifest.json"), manifest)?;
+    }
+    tracing::info!(
+        missing = %common.languages.display(),
+        using = %dir.display(),
+        "languages directory not found; using the embedded manifests"
+    );
+    Ok(dir)
 }
