@@ -86,7 +86,10 @@ if [ "$MODE" = "api" ]; then
   : "${EXECUTOR_BIN:?set EXECUTOR_BIN to the executor binary}"
   EXECUTOR_PORT="${EXECUTOR_PORT:-8080}"
   export EXECUTOR_API_TOKEN="${EXECUTOR_API_TOKEN:-e2e-token}" ENABLE_CHANNEL_AUTH=true
-  "$EXECUTOR_BIN" serve > "$WORK/executor.log" 2>&1 &
+  # Executor's names for the same credentials; PUSHER_HOST/PUSHER_PORT point it at Sockudo.
+  export PUSHER_APP_KEY="$PUSHER_KEY" PUSHER_APP_SECRET="$PUSHER_SECRET" PUSHER_USE_TLS=false
+  "$EXECUTOR_BIN" serve --listen "127.0.0.1:$EXECUTOR_PORT" --languages "$ROOT/languages" \
+    --data-dir "$WORK/data" --first-slot 980 > "$WORK/executor.log" 2>&1 &
   PIDS="$PIDS $!"
   for _ in $(seq 1 100); do curl -fsS "http://127.0.0.1:$EXECUTOR_PORT/health" >/dev/null 2>&1 && break; sleep 0.1; done
   (cd "$ROOT/tests/node" && MODE=api EXECUTOR_API_URL="http://127.0.0.1:$EXECUTOR_PORT" node e2e.mjs)
