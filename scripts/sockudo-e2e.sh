@@ -32,7 +32,13 @@ fi
 #    default, 100 requests/min, is far below one job's output), memory drivers (one node).
 WORK="$(mktemp -d)"
 cleanup() {
+  status=$?
+  if [ "$status" -ne 0 ]; then
+    for f in "$WORK"/*.log; do echo "--- $f" >&2; tail -n 30 "$f" >&2; done
+  fi
   for pid in ${PIDS:-}; do kill "$pid" 2>/dev/null || true; done
+  # Sockudo drains gracefully: wait, so the next run finds its port free.
+  for pid in ${PIDS:-}; do wait "$pid" 2>/dev/null || true; done
   rm -rf "$WORK"
 }
 trap cleanup EXIT
@@ -70,6 +76,10 @@ cat > "$WORK/config.json" <<JSON
   }
 }
 JSON
+if (exec 3<>"/dev/tcp/127.0.0.1/$PORT") 2>/dev/null; then
+  echo "port $PORT is already in use (an earlier Sockudo still shutting down?); set SOCKUDO_PORT" >&2
+  exit 1
+fi
 "$CACHE/bin/sockudo" --config="$WORK/config.json" > "$WORK/sockudo.log" 2>&1 &
 PIDS="$!"
 for _ in $(seq 1 100); do
