@@ -234,13 +234,26 @@ impl Cgroup {
 
     /// Writes the stage's memory and pids limits. The sandbox init counts as one pid, and
     /// `resident_tasks` (the v1 spawner thread) are counted too.
+    /// With `unchanged` (the same values were written to this cgroup before), only the v1
+    /// peak is reset: rewriting a limit with its value is a no-op, and each write is an
+    /// open/write/close of a cgroup file on the spawn path.
     pub(crate) fn apply_limits(
         &self,
         limits: &StageLimits,
         resident_tasks: u64,
+        unchanged: bool,
     ) -> Result<(), SandboxError> {
         let mem = (limits.memory_mb.max(1) << 20).to_string();
         let pids = (limits.pids + 1 + resident_tasks).to_string();
+        if unchanged {
+            if let Cgroup::V1 {
+                memory: Some(m), ..
+            } = self
+            {
+                let _ = write(&m.join("memory.max_usage_in_bytes"), "0");
+            }
+            return Ok(());
+        }
         match self {
             Cgroup::V1 {
                 memory,

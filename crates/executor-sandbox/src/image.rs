@@ -61,6 +61,8 @@ pub(crate) struct HostImage {
     entries: Vec<Entry>,
     proc_readonly: Vec<&'static str>,
     proc_masked: Vec<&'static str>,
+    /// The entries of `DEVICES` present on the host.
+    devices: Vec<&'static str>,
 }
 
 fn entry(host: &Path, inside: &Path) -> Option<Entry> {
@@ -111,6 +113,11 @@ impl HostImage {
             entries,
             proc_readonly: PROC_READONLY.iter().copied().filter(exists).collect(),
             proc_masked: PROC_MASKED.iter().copied().filter(exists).collect(),
+            devices: DEVICES
+                .iter()
+                .copied()
+                .filter(|d| Path::new("/dev").join(d).exists())
+                .collect(),
         }
     }
 }
@@ -120,20 +127,42 @@ fn cstr(p: impl AsRef<Path>) -> Result<CString, SandboxError> {
         .map_err(|_| SandboxError::invalid("path", format!("{:?} contains NUL", p.as_ref())))
 }
 
-/// Builds the operations for one stage. `root` is the (host) mount point of the new root,
-/// `workspace` the host path of the slot's workspace.
+/// Which operations of the file system plan to produce.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Part {
+    /// Everything, on a fresh root tmpfs at `root` (host paths; the child pivots afterwards).
+    Full,
+    /// What is the same for every stage with this image (the host binds, `/etc`, `/dev` and
+    /// the mount points): built once by the spawner thread into a template mount namespace.
+    Template,
+    /// What each stage adds in its copy of the template (`root` is `/`): the workspace
+    /// (moved in from a detached bind, `FsOp::MoveWorkspace`), `/tmp`, `/dev/shm`, `/proc`.
+    Stage,
+}
+
+/// Builds the operations for one stage (or one part of them, see [`Part`]). `root` is the
+/// (host) mount point of the new root, `workspace` the host path of the slot's workspace.
 pub(crate) fn plan_ops(
     root: &Path,
     host: &HostImage,
     image: &Image,
     workspace: &Path,
     limits: &StageLimits,
+    part: Part,
 ) -> Result<Vec<FsOp>, SandboxError> {
+    let shared = part != Part::Stage; // template-able operations
+    let per_stage = part != Part::Template;
     let at = |inside: &Path| -> Result<CString, SandboxError> {
         cstr(root.join(inside.strip_prefix("/").unwrap_or(inside)))
     };
     let mut ops = Vec::new();
+    // Directories already in the plan: each is made once (an `EEXIST` mkdir is still a
+    // system call in the child, ~20 of them per stage for the `/etc` parents alone).
+    let made = std::cell::RefCell::new(std::collections::HashSet::<PathBuf>::new());
     let mkdir = |ops: &mut Vec<FsOp>, inside: &Path, mode: u32| -> Result<(), SandboxError> {
+        if !made.borrow_mut().insert(inside.to_path_buf()) {
+            return Ok(());
+        }
         ops.push(FsOp::Mkdir {
             path: at(inside)?,
             mode,
@@ -182,119 +211,140 @@ pub(crate) fn plan_ops(
     };
 
     // Image: host directories and a minimal /etc.
-    mkdir(&mut ops, Path::new("/etc"), 0o755)?;
     let Image::Host { extra_ro_binds } = image;
-    for e in &host.entries {
-        bind_ro(&mut ops, e)?;
-    }
-    let uid = SANDBOX_UID;
-    for (name, data) in [
-        (
-            "passwd",
-            format!(
-                "root:x:0:0:root:/root:/usr/sbin/nologin\n\
+    if shared {
+        mkdir(&mut ops, Path::new("/etc"), 0o755)?;
+        for e in &host.entries {
+            bind_ro(&mut ops, e)?;
+        }
+        let uid = SANDBOX_UID;
+        for (name, data) in [
+            (
+                "passwd",
+                format!(
+                    "root:x:0:0:root:/root:/usr/sbin/nologin\n\
                  sandbox:x:{uid}:{uid}:sandbox:/workspace:/bin/sh\n\
                  nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n"
+                ),
             ),
-        ),
-        (
-            "group",
-            format!("root:x:0:\nsandbox:x:{uid}:\nnogroup:x:65534:\n"),
-        ),
-        (
-            "hosts",
-            "127.0.0.1\tlocalhost sandbox\n::1\tlocalhost ip6-localhost ip6-loopback\n".to_string(),
-        ),
-    ] {
-        ops.push(FsOp::WriteFile {
-            path: at(&Path::new("/etc").join(name))?,
-            data: data.into_bytes(),
-        });
-    }
-    for (host_path, inside) in extra_ro_binds {
-        if !inside.is_absolute() {
-            return Err(SandboxError::invalid(
-                "bind target",
-                format!("{} is not absolute", inside.display()),
-            ));
+            (
+                "group",
+                format!("root:x:0:\nsandbox:x:{uid}:\nnogroup:x:65534:\n"),
+            ),
+            (
+                "hosts",
+                "127.0.0.1\tlocalhost sandbox\n::1\tlocalhost ip6-localhost ip6-loopback\n"
+                    .to_string(),
+            ),
+        ] {
+            ops.push(FsOp::WriteFile {
+                path: at(&Path::new("/etc").join(name))?,
+                data: data.into_bytes(),
+            });
         }
-        let e = match entry(host_path, inside) {
-            Some(Entry::Symlink { .. }) | None => {
-                // Bind what the link points to.
-                let meta = fs::metadata(host_path)
-                    .map_err(|e| SandboxError::io("stat bind source", host_path, e))?;
-                if meta.is_dir() {
-                    Entry::Dir {
-                        host: host_path.clone(),
-                        inside: inside.clone(),
-                    }
-                } else {
-                    Entry::File {
-                        host: host_path.clone(),
-                        inside: inside.clone(),
+        for (host_path, inside) in extra_ro_binds {
+            if !inside.is_absolute() {
+                return Err(SandboxError::invalid(
+                    "bind target",
+                    format!("{} is not absolute", inside.display()),
+                ));
+            }
+            let e = match entry(host_path, inside) {
+                Some(Entry::Symlink { .. }) | None => {
+                    // Bind what the link points to.
+                    let meta = fs::metadata(host_path)
+                        .map_err(|e| SandboxError::io("stat bind source", host_path, e))?;
+                    if meta.is_dir() {
+                        Entry::Dir {
+                            host: host_path.clone(),
+                            inside: inside.clone(),
+                        }
+                    } else {
+                        Entry::File {
+                            host: host_path.clone(),
+                            inside: inside.clone(),
+                        }
                     }
                 }
-            }
-            Some(e) => e,
-        };
-        bind_ro(&mut ops, &e)?;
+                Some(e) => e,
+            };
+            bind_ro(&mut ops, &e)?;
+        }
+        // Mount points of the per-stage mounts.
+        mkdir(&mut ops, Path::new("/workspace"), 0o755)?;
+        mkdir(&mut ops, Path::new("/tmp"), 0o1777)?;
     }
 
     // /workspace: the slot's tmpfs, writable.
-    mkdir(&mut ops, Path::new("/workspace"), 0o755)?;
-    ops.push(FsOp::Bind {
-        src: cstr(workspace)?,
-        dst: at(Path::new("/workspace"))?,
-        set: MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV,
-        recursive: false,
-    });
+    match part {
+        Part::Full => ops.push(FsOp::Bind {
+            src: cstr(workspace)?,
+            dst: at(Path::new("/workspace"))?,
+            set: MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV,
+            recursive: false,
+        }),
+        Part::Stage => ops.push(FsOp::MoveWorkspace {
+            dst: at(Path::new("/workspace"))?,
+            set: MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV,
+        }),
+        Part::Template => {}
+    }
 
     // /tmp: private tmpfs with size and inode caps.
-    mkdir(&mut ops, Path::new("/tmp"), 0o1777)?;
-    ops.push(FsOp::Mount {
-        fstype: c"tmpfs".to_owned(),
-        dst: at(Path::new("/tmp"))?,
-        flags: libc::MS_NOSUID | libc::MS_NODEV,
-        data: cstr(format!(
-            "mode=1777,size={},nr_inodes={}",
-            limits.tmp_bytes.max(4096),
-            limits.tmp_inodes.max(16)
-        ))?,
-    });
+    if per_stage {
+        ops.push(FsOp::Mount {
+            fstype: c"tmpfs".to_owned(),
+            dst: at(Path::new("/tmp"))?,
+            flags: libc::MS_NOSUID | libc::MS_NODEV,
+            data: cstr(format!(
+                "mode=1777,size={},nr_inodes={}",
+                limits.tmp_bytes.max(4096),
+                limits.tmp_inodes.max(16)
+            ))?,
+        });
+    }
 
     // /dev: a small tmpfs with host device nodes bound in, /dev/shm, the usual links.
-    mkdir(&mut ops, Path::new("/dev"), 0o755)?;
-    ops.push(FsOp::Mount {
-        fstype: c"tmpfs".to_owned(),
-        dst: at(Path::new("/dev"))?,
-        flags: libc::MS_NOSUID | libc::MS_NOEXEC,
-        data: c"mode=755,size=64k,nr_inodes=64".to_owned(),
-    });
-    for dev in DEVICES {
-        let inside = Path::new("/dev").join(dev);
-        if !inside.exists() {
-            continue;
+    if shared {
+        mkdir(&mut ops, Path::new("/dev"), 0o755)?;
+        ops.push(FsOp::Mount {
+            fstype: c"tmpfs".to_owned(),
+            dst: at(Path::new("/dev"))?,
+            flags: libc::MS_NOSUID | libc::MS_NOEXEC,
+            data: c"mode=755,size=64k,nr_inodes=64".to_owned(),
+        });
+        for dev in &host.devices {
+            let inside = Path::new("/dev").join(dev);
+            ops.push(FsOp::Touch { path: at(&inside)? });
+            ops.push(FsOp::Bind {
+                src: cstr(&inside)?,
+                dst: at(&inside)?,
+                set: MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC,
+                recursive: false,
+            });
         }
-        ops.push(FsOp::Touch { path: at(&inside)? });
-        ops.push(FsOp::Bind {
-            src: cstr(&inside)?,
-            dst: at(&inside)?,
-            set: MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC,
-            recursive: false,
-        });
+        for (name, target) in [
+            ("fd", "/proc/self/fd"),
+            ("stdin", "/proc/self/fd/0"),
+            ("stdout", "/proc/self/fd/1"),
+            ("stderr", "/proc/self/fd/2"),
+        ] {
+            ops.push(FsOp::Symlink {
+                target: cstr(target)?,
+                path: at(&Path::new("/dev").join(name))?,
+            });
+        }
+        mkdir(&mut ops, Path::new("/dev/shm"), 0o1777)?;
+        mkdir(&mut ops, Path::new("/proc"), 0o555)?;
     }
-    for (name, target) in [
-        ("fd", "/proc/self/fd"),
-        ("stdin", "/proc/self/fd/0"),
-        ("stdout", "/proc/self/fd/1"),
-        ("stderr", "/proc/self/fd/2"),
-    ] {
-        ops.push(FsOp::Symlink {
-            target: cstr(target)?,
-            path: at(&Path::new("/dev").join(name))?,
+    if part == Part::Template {
+        // Read-only before the stages mount /dev/shm on it (a mount point needs no write).
+        ops.push(FsOp::SetAttr {
+            path: at(Path::new("/dev"))?,
+            set: MOUNT_ATTR_RDONLY,
         });
+        return Ok(ops);
     }
-    mkdir(&mut ops, Path::new("/dev/shm"), 0o1777)?;
     ops.push(FsOp::Mount {
         fstype: c"tmpfs".to_owned(),
         dst: at(Path::new("/dev/shm"))?,
@@ -304,13 +354,14 @@ pub(crate) fn plan_ops(
             limits.shm_bytes.max(4096)
         ))?,
     });
-    ops.push(FsOp::SetAttr {
-        path: at(Path::new("/dev"))?,
-        set: MOUNT_ATTR_RDONLY,
-    });
+    if part == Part::Full {
+        ops.push(FsOp::SetAttr {
+            path: at(Path::new("/dev"))?,
+            set: MOUNT_ATTR_RDONLY,
+        });
+    }
 
     // /proc: fresh, for the new pid namespace; kernel knobs read-only, leaky files masked.
-    mkdir(&mut ops, Path::new("/proc"), 0o555)?;
     ops.push(FsOp::Mount {
         fstype: c"proc".to_owned(),
         dst: at(Path::new("/proc"))?,

@@ -5,8 +5,10 @@
 //! Why a launcher of our own rather than bwrap/nsjail: one clone3 into every namespace,
 //! born straight into the slot cgroup (v2: `CLONE_INTO_CGROUP`; v1: made by the slot's
 //! spawner thread, which lives in the slot cgroups and holds the slot's empty network
-//! namespace, see `README.md`), no helper process to exec, slots created once and reused, and
-//! outcomes (OOM, pids limit, CPU) read from the slot's cgroup counters.
+//! namespace, see `README.md`), no helper process to exec, slots created once and reused, the
+//! read-only image kept per slot as a template mount namespace that each stage copies and
+//! only adds its own mounts to, and outcomes (OOM, pids limit, CPU) read from the slot's
+//! cgroup counters.
 //!
 //! # Model
 //!

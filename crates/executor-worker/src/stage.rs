@@ -288,11 +288,13 @@ pub async fn run(
         None => None,
     };
     let mut stdin_tx = stdin_tx;
-    // The AsyncFd owns its own duplicate of the pidfd, so it is I/O-safe (tokio deprecated the
-    // constructor only because it also accepts fds it does not own).
+    // Readable once the stage has ended (every process gone, status reported); sooner than the
+    // pidfd, which waits for the namespaces' teardown. The AsyncFd owns its own duplicate, so it
+    // is I/O-safe (tokio deprecated the constructor only because it also accepts fds it does
+    // not own).
     #[allow(deprecated)]
     let pidfd = AsyncFd::with_interest(
-        child.pidfd().try_clone_to_owned()?,
+        child.ended_fd().try_clone_to_owned()?,
         tokio::io::Interest::READABLE,
     )?;
     let cap = limits.output_kb.get() * 1024;

@@ -19,6 +19,8 @@ const SYS_OPENAT2: libc::c_long = 437;
 const SYS_PIDFD_SEND_SIGNAL: libc::c_long = 424;
 const SYS_MOUNT_SETATTR: libc::c_long = 442;
 const SYS_CLOSE_RANGE: libc::c_long = 436;
+const SYS_OPEN_TREE: libc::c_long = 428;
+const SYS_MOVE_MOUNT: libc::c_long = 429;
 
 pub(crate) const RESOLVE_NO_XDEV: u64 = 0x01;
 pub(crate) const RESOLVE_NO_MAGICLINKS: u64 = 0x02;
@@ -349,4 +351,155 @@ pub(crate) fn arg_env_areas() -> [(usize, usize); 2] {
     // Field n (1-based) is f[n - 3].
     let get = |n: usize| f.get(n - 3).copied().unwrap_or(0);
     [(get(48), get(49)), (get(50), get(51))]
+}
+
+/// setns(2) into the namespace `fd` refers to (`nstype`: `CLONE_NEW*`).
+pub(crate) fn setns(fd: RawFd, nstype: libc::c_int) -> io::Result<()> {
+    // SAFETY: plain system call with scalar arguments.
+    cvt_int(unsafe { libc::setns(fd, nstype) }).map(drop)
+}
+
+/// A detached bind of the mount at `path` (`open_tree(OPEN_TREE_CLONE)`), close-on-exec.
+pub(crate) fn open_tree_clone(path: &CStr) -> io::Result<OwnedFd> {
+    const OPEN_TREE_CLONE: libc::c_uint = 1;
+    // SAFETY: valid NUL-terminated path; the returned fd is new and owned by nobody else.
+    let fd = cvt(unsafe {
+        libc::syscall(
+            SYS_OPEN_TREE,
+            libc::AT_FDCWD,
+            path.as_ptr(),
+            OPEN_TREE_CLONE | libc::O_CLOEXEC as libc::c_uint,
+        )
+    })?;
+    // SAFETY: open_tree returned a new fd.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd as RawFd) })
+}
+
+/// Builds a template root in the calling thread's mount namespace, which must be a fresh
+/// copy of the host's (`unshare(CLONE_NEWNS)` by a thread with its own `fs_struct`): makes
+/// every mount private, mounts a tmpfs on `root`, runs `ops` there, pivots into it, detaches
+/// the old root and makes `/` read-only. On failure returns the index of the failed op
+/// (`None` for the fixed steps) and the error; the namespace is then unusable.
+pub(crate) fn build_template(
+    root: &CStr,
+    tmpfs_data: &CStr,
+    ops: &[FsOp],
+) -> Result<(), (Option<usize>, io::Error)> {
+    let fixed = |r: libc::c_int| {
+        if r < 0 {
+            Err((None, io::Error::last_os_error()))
+        } else {
+            Ok(())
+        }
+    };
+    let null = std::ptr::null::<libc::c_char>();
+    // SAFETY: mount/chdir/pivot_root/umount2 with valid NUL-terminated strings or nulls; they
+    // act on this thread's own mount namespace and fs_struct only.
+    unsafe {
+        fixed(libc::mount(
+            null,
+            c"/".as_ptr(),
+            null,
+            libc::MS_REC | libc::MS_PRIVATE,
+            std::ptr::null(),
+        ))?;
+        fixed(libc::mount(
+            c"tmpfs".as_ptr(),
+            root.as_ptr(),
+            c"tmpfs".as_ptr(),
+            libc::MS_NOSUID | libc::MS_NODEV,
+            tmpfs_data.as_ptr().cast(),
+        ))?;
+    }
+    // SAFETY: umask of this thread's own fs_struct; restored below.
+    let umask = unsafe { libc::umask(0) };
+    let ran = ops.iter().enumerate().try_for_each(|(i, op)| {
+        child::try_op(op).map_err(|e| (Some(i), io::Error::from_raw_os_error(e)))
+    });
+    // SAFETY: as above.
+    unsafe { libc::umask(umask) };
+    ran?;
+    // SAFETY: as above; pivot_root(".", ".") stacks the old root under the new one and the
+    // detach unmounts it, in this namespace only.
+    unsafe {
+        fixed(libc::chdir(root.as_ptr()))?;
+        fixed(libc::syscall(libc::SYS_pivot_root, c".".as_ptr(), c".".as_ptr()) as libc::c_int)?;
+        fixed(libc::umount2(c".".as_ptr(), libc::MNT_DETACH))?;
+        fixed(libc::chdir(c"/".as_ptr()))?;
+    }
+    mount_empty_proc().map_err(|e| (None, e))?;
+    let attr = MountAttr {
+        attr_set: MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV,
+        attr_clr: 0,
+        propagation: 0,
+        userns_fd: 0,
+    };
+    // SAFETY: valid path and attr struct for the duration of the call.
+    fixed(unsafe {
+        libc::syscall(
+            SYS_MOUNT_SETATTR,
+            libc::AT_FDCWD,
+            c"/".as_ptr(),
+            0,
+            &attr as *const MountAttr,
+            std::mem::size_of::<MountAttr>(),
+        )
+    } as libc::c_int)
+}
+
+/// Mounts, at `/proc` of the calling thread's (template) mount namespace, the procfs of a
+/// fresh pid namespace that is empty once the helper that mounts it has exited.
+///
+/// Why: a user namespace may only mount a new procfs where its mount namespace already shows
+/// one in full (`mount_too_revealing`); every stage mounts its own `/proc` over this one,
+/// which then lists no process at all (not the host's) and is locked under the stage's.
+fn mount_empty_proc() -> io::Result<()> {
+    // SAFETY: fork-like raw clone (no CLONE_VM, no atfork handlers) into a new pid namespace;
+    // the child only makes raw system calls (mount, _exit) and never returns from here.
+    let pid = cvt(unsafe {
+        libc::syscall(
+            libc::SYS_clone,
+            (libc::CLONE_NEWPID | libc::SIGCHLD) as libc::c_ulong,
+            0,
+            0,
+            0,
+            0,
+        )
+    })?;
+    if pid == 0 {
+        // SAFETY: mount with static strings, then _exit (no destructors, no unwinding).
+        unsafe {
+            let r = libc::mount(
+                c"proc".as_ptr(),
+                c"/proc".as_ptr(),
+                c"proc".as_ptr(),
+                libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
+                std::ptr::null(),
+            );
+            libc::_exit(if r == 0 { 0 } else { errno_raw() });
+        }
+    }
+    let mut status = 0;
+    loop {
+        // SAFETY: waiting for our own child with a stack status.
+        let r = unsafe { libc::waitpid(pid as libc::pid_t, &mut status, libc::__WALL) };
+        if r >= 0 {
+            break;
+        }
+        let e = io::Error::last_os_error();
+        if e.kind() != io::ErrorKind::Interrupted {
+            return Err(e);
+        }
+    }
+    match decode_wait_status(status) {
+        Exit::Code(0) => Ok(()),
+        Exit::Code(e) => Err(io::Error::from_raw_os_error(e)),
+        Exit::Signal(_) => Err(io::Error::other("the proc helper was killed")),
+    }
+}
+
+fn errno_raw() -> i32 {
+    io::Error::last_os_error()
+        .raw_os_error()
+        .unwrap_or(libc::EIO)
 }

@@ -6,4 +6,5 @@ mod containment;
 mod files;
 mod spawner;
 mod syscalls;
+mod template;
 mod v2;
