@@ -214,13 +214,7 @@ impl Worker {
                 limit_exceeded: c.limit,
             });
             if failed || killed {
-                result.exit_code = c.exit_code;
-                result.signal = c.signal;
-                result.timed_out = c.timed_out;
-                result.idle_timed_out = c.idle_timed_out;
-                result.truncated = c.truncated;
-                result.limit_exceeded = c.limit;
-                result.duration_ms = c.duration_ms;
+                c.outcome_into(&mut result);
                 let state = if killed {
                     JobState::Killed
                 } else {
@@ -240,13 +234,7 @@ impl Worker {
         );
         let r: StageResult =
             stage::run(self, id, slot, rs, limits, Kind::Run, &mut em, input).await?;
-        result.exit_code = r.exit_code;
-        result.signal = r.signal;
-        result.timed_out = r.timed_out;
-        result.idle_timed_out = r.idle_timed_out;
-        result.truncated = r.truncated;
-        result.limit_exceeded = r.limit;
-        result.duration_ms = r.duration_ms;
+        r.outcome_into(&mut result);
         result.stdout = r.stdout;
         result.stderr = r.stderr;
         self.collect_artifacts(slot, id, limits, &mut result, &mut em)

@@ -63,6 +63,20 @@ pub struct StageResult {
     pub duration_ms: u64,
 }
 
+impl StageResult {
+    /// Copies how the stage ended (exit code, signal, limit flags, duration) into `r`; a failed
+    /// compile stage ends the job this way too.
+    pub fn outcome_into(&self, r: &mut executor_types::RunResult) {
+        r.exit_code = self.exit_code;
+        r.signal = self.signal.clone();
+        r.timed_out = self.timed_out;
+        r.idle_timed_out = self.idle_timed_out;
+        r.truncated = self.truncated;
+        r.limit_exceeded = self.limit;
+        r.duration_ms = self.duration_ms;
+    }
+}
+
 /// Sends output events in order with one `seq` per job, coalescing bytes of one stream.
 pub struct Emitter<'a> {
     w: &'a Worker,

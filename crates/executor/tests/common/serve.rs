@@ -132,18 +132,8 @@ pub async fn start(opts: Options<'_>) -> Server {
         log,
         dir,
     };
-    for _ in 0..600 {
-        if let Ok(r) = s.http.get(format!("{}/health", s.base)).send().await {
-            if r.status().is_success() {
-                return s;
-            }
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    panic!(
-        "executor serve did not become healthy; its log:\n{}",
-        std::fs::read_to_string(&s.log).unwrap_or_default()
-    );
+    s.wait_healthy().await;
+    s
 }
 
 /// The scaled-out topology on one host: `executor api` (which also hosts the push server,
@@ -205,16 +195,9 @@ pub async fn start_split(languages: &Path, first_slot: u32, workers: u32) -> Ser
         log,
         dir,
     };
-    for _ in 0..600 {
-        if let Ok(r) = s.http.get(format!("{}/health", s.base)).send().await {
-            if r.status().is_success() {
-                wait_workers(&s.prefix, workers as usize).await;
-                return s;
-            }
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    panic!("executor api did not become healthy");
+    s.wait_healthy().await;
+    wait_workers(&s.prefix, workers as usize).await;
+    s
 }
 
 /// Waits until `n` workers have registered in Redis.
@@ -240,6 +223,21 @@ async fn wait_workers(prefix: &str, n: usize) {
 }
 
 impl Server {
+    async fn wait_healthy(&self) {
+        for _ in 0..600 {
+            if let Ok(r) = self.http.get(format!("{}/health", self.base)).send().await {
+                if r.status().is_success() {
+                    return;
+                }
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        panic!(
+            "the server did not become healthy; its log:\n{}",
+            std::fs::read_to_string(&self.log).unwrap_or_default()
+        );
+    }
+
     /// The scratch directory holding this server's logs and data.
     pub fn dir(&self) -> &Path {
         &self.dir

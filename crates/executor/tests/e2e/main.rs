@@ -496,42 +496,7 @@ print(len(rows))
 #[tokio::test(flavor = "multi_thread")]
 async fn pusher_js_receives_every_event_in_order() {
     let s = server().await;
-    let node_dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/node");
-    if !std::path::Path::new(node_dir)
-        .join("node_modules/pusher-js")
-        .exists()
-    {
-        let st = Command::new("npm")
-            .args(["ci", "--no-audit", "--no-fund"])
-            .current_dir(node_dir)
-            .status()
-            .unwrap();
-        assert!(st.success(), "npm ci in tests/node");
-    }
-    let out = Command::new("node")
-        .arg("e2e.mjs")
-        .current_dir(node_dir)
-        .env("MODE", "api")
-        .env("EXECUTOR_API_URL", &s.base)
-        .env("EXECUTOR_API_TOKEN", TOKEN)
-        .env("PUSHER_HOST", "127.0.0.1")
-        .env("PUSHER_PORT", s.push_port.to_string())
-        .env("PUSHER_TLS", "false")
-        .env("PUSHER_KEY", APP_KEY)
-        .env("PUSHER_APP_ID", APP_ID)
-        .env("PUSHER_SECRET", APP_SECRET)
-        .env("LINES", "3000")
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "node e2e failed: {stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let summary: Value = serde_json::from_str(stdout.lines().last().unwrap()).unwrap();
-    assert_eq!(summary["status"], "done", "{summary}");
-    assert_eq!(summary["stages"], json!(["queued", "running"]), "{summary}");
+    pusher_js_job(&s, 3000);
 }
 
 fn hex(b: &[u8]) -> String {
@@ -710,7 +675,25 @@ async fn scaled_out_api_and_workers_over_redis_and_the_http_push_path() {
             + &std::fs::read_to_string(s.dir().join(format!("worker-{i}.err"))).unwrap_or_default();
         assert!(log.contains("job ended"), "worker {i} ran no job:\n{log}");
     }
+    pusher_js_job(&s, 2000);
+}
+
+/// Runs `tests/node/e2e.mjs` in api mode against `s`: pusher-js subscribes through
+/// `/v1/channel-auth`, calls start, and checks every event of a job printing `lines` lines
+/// arrives in `seq` order, `stage{queued}` first and `result` last.
+fn pusher_js_job(s: &Server, lines: u32) {
     let node_dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/node");
+    if !std::path::Path::new(node_dir)
+        .join("node_modules/pusher-js")
+        .exists()
+    {
+        let st = Command::new("npm")
+            .args(["ci", "--no-audit", "--no-fund"])
+            .current_dir(node_dir)
+            .status()
+            .unwrap();
+        assert!(st.success(), "npm ci in tests/node");
+    }
     let out = Command::new("node")
         .arg("e2e.mjs")
         .current_dir(node_dir)
@@ -723,7 +706,7 @@ async fn scaled_out_api_and_workers_over_redis_and_the_http_push_path() {
         .env("PUSHER_KEY", APP_KEY)
         .env("PUSHER_APP_ID", APP_ID)
         .env("PUSHER_SECRET", APP_SECRET)
-        .env("LINES", "2000")
+        .env("LINES", lines.to_string())
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
@@ -732,4 +715,7 @@ async fn scaled_out_api_and_workers_over_redis_and_the_http_push_path() {
         "node e2e failed: {stdout}\n{}",
         String::from_utf8_lossy(&out.stderr)
     );
+    let summary: Value = serde_json::from_str(stdout.lines().last().unwrap()).unwrap();
+    assert_eq!(summary["status"], "done", "{summary}");
+    assert_eq!(summary["stages"], json!(["queued", "running"]), "{summary}");
 }
