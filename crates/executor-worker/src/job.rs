@@ -153,6 +153,16 @@ impl Worker {
         let out = self
             .run_in_slot(&mut slot, id, &spec, &lang, &bodies, &mut input)
             .await;
+        // The result goes out first: every process of the job is gone already, and the slot's
+        // cleanup (unmounting the workspace, the namespaces' teardown) still happens before the
+        // slot takes another job, just off the client's path.
+        let outcome = match out {
+            Ok((result, state)) => {
+                finish(&self, id, spec.collect_output, &result, state, None).await;
+                Ok(())
+            }
+            Err(e) => Err(e),
+        };
         let cleanup = tokio::task::block_in_place(|| {
             let mut slot = slot;
             let r = slot.cleanup();
@@ -162,8 +172,7 @@ impl Worker {
         if let Err(e) = cleanup.1 {
             tracing::error!(error = %e, "slot cleanup failed");
         }
-        let (result, state) = out?;
-        finish(&self, id, spec.collect_output, &result, state, None).await;
+        outcome?;
         Ok(())
     }
 
