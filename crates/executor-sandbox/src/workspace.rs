@@ -105,14 +105,17 @@ pub(crate) fn create_dir(root: &Path, rel: &str, uid: u32) -> Result<(), Sandbox
     open_dirs(root, &comps, Some(uid)).map(drop)
 }
 
-/// Writes `contents` to `rel` (creating parent directories), owned by `uid`, with `mode`.
-pub(crate) fn write_file(
+/// Opens `rel` for writing under `root` with `flags` (added to `O_WRONLY | O_CREAT |
+/// O_NOFOLLOW`), parents created, no link followed; refuses anything but a regular file and
+/// hands it to `uid` with `mode` (permission bits only: the umask applied at creation).
+fn open_for_writing(
     root: &Path,
     rel: &str,
-    contents: &[u8],
+    flags: libc::c_int,
     mode: u32,
     uid: u32,
-) -> Result<(), SandboxError> {
+    op: &'static str,
+) -> Result<File, SandboxError> {
     let comps = components(rel)?;
     let (name, dirs) = comps.split_last().expect("components is never empty");
     let dir = open_dirs(root, dirs, Some(uid))?;
@@ -120,12 +123,12 @@ pub(crate) fn write_file(
     let fd = sys::openat2(
         dir.as_raw_fd(),
         name,
-        libc::O_WRONLY | libc::O_CREAT | libc::O_TRUNC | libc::O_NOFOLLOW | libc::O_NONBLOCK,
-        mode & 0o7777,
+        libc::O_WRONLY | libc::O_CREAT | libc::O_NOFOLLOW | flags,
+        mode & 0o777,
         RESOLVE,
     )
-    .map_err(|e| SandboxError::io("create (no links followed)", &path, e))?;
-    let mut file = File::from(fd);
+    .map_err(|e| SandboxError::io(op, &path, e))?;
+    let file = File::from(fd);
     let meta = file
         .metadata()
         .map_err(|e| SandboxError::io("fstat", &path, e))?;
@@ -135,8 +138,21 @@ pub(crate) fn write_file(
     fchown(&file, Some(uid), Some(uid)).map_err(|e| SandboxError::io("chown", &path, e))?;
     file.set_permissions(std::fs::Permissions::from_mode(mode & 0o777))
         .map_err(|e| SandboxError::io("chmod", &path, e))?;
+    Ok(file)
+}
+
+/// Writes `contents` to `rel` (creating parent directories), owned by `uid`, with `mode`.
+pub(crate) fn write_file(
+    root: &Path,
+    rel: &str,
+    contents: &[u8],
+    mode: u32,
+    uid: u32,
+) -> Result<(), SandboxError> {
+    let flags = libc::O_TRUNC | libc::O_NONBLOCK;
+    let mut file = open_for_writing(root, rel, flags, mode, uid, "create (no links followed)")?;
     file.write_all(contents)
-        .map_err(|e| SandboxError::io("write", &path, e))
+        .map_err(|e| SandboxError::io("write", root.join(rel), e))
 }
 
 /// Creates the new file `rel` (parents created, owned by `uid`) and returns it open for
@@ -148,30 +164,15 @@ pub(crate) fn create_file(
     mode: u32,
     uid: u32,
 ) -> Result<File, SandboxError> {
-    let comps = components(rel)?;
-    let (name, dirs) = comps.split_last().expect("components is never empty");
-    let dir = open_dirs(root, dirs, Some(uid))?;
-    let path = root.join(rel);
-    let fd = sys::openat2(
-        dir.as_raw_fd(),
-        name,
-        libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW | libc::O_NOCTTY,
-        mode & 0o777,
-        RESOLVE,
+    let flags = libc::O_EXCL | libc::O_NOCTTY;
+    open_for_writing(
+        root,
+        rel,
+        flags,
+        mode,
+        uid,
+        "create new file (no links followed)",
     )
-    .map_err(|e| SandboxError::io("create new file (no links followed)", &path, e))?;
-    let file = File::from(fd);
-    let meta = file
-        .metadata()
-        .map_err(|e| SandboxError::io("fstat", &path, e))?;
-    if !meta.is_file() {
-        return Err(SandboxError::NotRegular(rel.to_string()));
-    }
-    fchown(&file, Some(uid), Some(uid)).map_err(|e| SandboxError::io("chown", &path, e))?;
-    // The umask applied at creation; the mode is meant literally (no setuid/setgid/sticky).
-    file.set_permissions(std::fs::Permissions::from_mode(mode & 0o777))
-        .map_err(|e| SandboxError::io("chmod", &path, e))?;
-    Ok(file)
 }
 
 /// Opens the regular file `rel` for reading and returns it with its size at open time;

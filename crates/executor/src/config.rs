@@ -163,3 +163,14 @@ pub struct WorkerArgs {
     #[arg(long, env = env::CGROUP, default_value = "auto")]
     pub cgroup: String,
 }
+
+/// Where a client command (`run`, `upload`) finds the API.
+#[derive(Args, Clone)]
+pub struct ClientArgs {
+    /// Base URL of the API.
+    #[arg(long, env = env::API_URL, default_value = "http://127.0.0.1:8080")]
+    pub api: String,
+    /// The API token.
+    #[arg(long, env = env::API_TOKEN, hide_env_values = true)]
+    pub token: String,
+}

@@ -2,6 +2,8 @@
 //! is this list).
 
 pub const API_TOKEN: &str = "EXECUTOR_API_TOKEN";
+/// The API a client command (`run`, `upload`) talks to.
+pub const API_URL: &str = "EXECUTOR_API_URL";
 pub const LISTEN: &str = "EXECUTOR_LISTEN";
 pub const LANGUAGES_DIR: &str = "EXECUTOR_LANGUAGES_DIR";
 pub const DATA_DIR: &str = "EXECUTOR_DATA_DIR";

@@ -20,7 +20,7 @@ use executor_broker::{Broker, MemoryBroker, RedisBroker};
 use executor_languages::Registry;
 use executor_types::SchemaValidator;
 
-use config::{ApiArgs, CommonArgs, PushArgs, WorkerArgs};
+use config::{ApiArgs, ClientArgs, CommonArgs, PushArgs, WorkerArgs};
 
 #[derive(Parser)]
 #[command(
@@ -84,32 +84,16 @@ enum Command {
         /// A limit override, e.g. `--limit wallTimeMs=2000` (repeatable).
         #[arg(long = "limit", value_parser = parse_limit)]
         limits: Vec<(String, u64)>,
-        /// Base URL of the API.
-        #[arg(
-            long,
-            env = "EXECUTOR_API_URL",
-            default_value = "http://127.0.0.1:8080"
-        )]
-        api: String,
-        /// The API token.
-        #[arg(long, env = env::API_TOKEN, hide_env_values = true)]
-        token: String,
+        #[command(flatten)]
+        client: ClientArgs,
     },
     /// Uploads a file to the blob store (check, PUT, finalize; skipped when present) and
     /// prints its `sha256:` ref for a file's `ref` field.
     Upload {
         /// The file to upload.
         file: std::path::PathBuf,
-        /// Base URL of the API.
-        #[arg(
-            long,
-            env = "EXECUTOR_API_URL",
-            default_value = "http://127.0.0.1:8080"
-        )]
-        api: String,
-        /// The API token.
-        #[arg(long, env = env::API_TOKEN, hide_env_values = true)]
-        token: String,
+        #[command(flatten)]
+        client: ClientArgs,
     },
     /// Lists the languages the manifests directory offers on this host.
     Languages {
@@ -177,8 +161,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             version,
             stdin,
             limits,
-            api,
-            token,
+            client: ClientArgs { api, token },
         } => {
             let code = client::run(client::RunArgs {
                 api,
@@ -198,7 +181,10 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                 }
             }
         }
-        Command::Upload { file, api, token } => {
+        Command::Upload {
+            file,
+            client: ClientArgs { api, token },
+        } => {
             let r = executor_blob::upload_file(&api, &token, &file)
                 .await
                 .with_context(|| format!("uploading {}", file.display()))?;
